@@ -1,0 +1,14 @@
+import type { Feature } from '../app/feature.js';
+import { Account } from './account.entity.js';
+import { ApiKey } from './api-key.entity.js';
+import { apiKeyCredentials } from './api-key.credentials.js';
+import { AccountsService } from './accounts.service.js';
+
+export const accountsFeature: Feature = {
+  name: 'accounts',
+  entities: [Account, ApiKey],
+  resolvers: [],
+  routes: [],
+  credentialResolvers: [apiKeyCredentials],
+  onUserDeleted: (em, user) => new AccountsService(em).revokeUserApiKeys(user.id, user.deletedAt),
+};

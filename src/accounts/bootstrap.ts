@@ -1,0 +1,21 @@
+import type { EntityManager } from '@mikro-orm/sql';
+import { createAccountOwner } from '../users/user.service.js';
+import { AccountsService } from './accounts.service.js';
+
+export interface BootstrapResult {
+  account: { id: string; name: string };
+  owner: { id: string; email: string };
+  /** The full-access account key, shown once. */
+  apiKey: string;
+}
+
+/** A new account with its owner and a full-access account key, all or nothing. */
+export async function bootstrapAccount(em: EntityManager, options: { accountName: string; ownerEmail: string; ownerName?: string }): Promise<BootstrapResult> {
+  return em.transactional(async (tx) => {
+    const accounts = new AccountsService(tx);
+    const account = await accounts.createAccount(options.accountName);
+    const owner = await createAccountOwner(tx, account, { name: options.ownerName ?? 'Account Owner', email: options.ownerEmail });
+    const key = await accounts.createApiKey({ accountId: account.id, description: 'bootstrap: full access' });
+    return { account: { id: account.id, name: account.name }, owner: { id: owner.id, email: owner.email }, apiKey: key.apiKey };
+  });
+}

@@ -1,0 +1,8 @@
+import { accountsFeature } from '../accounts/accounts.feature.js';
+import { usersFeature } from '../users/users.feature.js';
+import type { Feature } from './feature.js';
+
+/** Every feature of the product, in one place: entities, schema, REST rows, credentials, deletion hooks. */
+export const features: readonly Feature[] = [accountsFeature, usersFeature];
+
+export const allEntities = () => features.flatMap((feature) => feature.entities);

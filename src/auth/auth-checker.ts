@@ -1,0 +1,41 @@
+import type { AuthChecker } from 'type-graphql';
+import { ForbiddenError } from '../errors/domain-errors.js';
+import { requirePrincipal, type Context } from '../graphql/context.js';
+import { canUpdateUser, isReadOnly, isUserPrincipal, type Principal } from './principal.js';
+import { isScope, type Scope } from './scopes.js';
+import { USER_MANAGER_ROLES } from './roles.js';
+
+/**
+ * What an operation or field declares with `@Authorized(...)`: OAuth scopes, plus the
+ * target-independent permissions. Target-dependent rules (self or can_update_user) live in `policy`.
+ */
+export type Requirement = Scope | 'write' | 'can_update_user' | 'account_admin';
+
+const permissionChecks: Record<Exclude<Requirement, Scope>, { allows(p: Principal): boolean; denial: string }> = {
+  write: { allows: (p) => !isReadOnly(p), denial: 'This credential is read-only.' },
+  can_update_user: { allows: canUpdateUser, denial: 'This action requires the can_update_user permission.' },
+  account_admin: {
+    allows: (p) => !isUserPrincipal(p) || USER_MANAGER_ROLES.has(p.role),
+    denial: 'This action is limited to account owners, admins and account API keys.',
+  },
+};
+
+export function assertRequirements(principal: Principal, requirements: readonly Requirement[]): void {
+  // Scopes first, so a token lacking one is told which scope it needs.
+  for (const requirement of requirements) {
+    if (isScope(requirement) && principal.kind === 'oauth' && !principal.scopes.has(requirement)) {
+      throw new ForbiddenError(`This OAuth token lacks the required scope: ${requirement}`);
+    }
+  }
+  for (const requirement of requirements) {
+    if (isScope(requirement)) continue;
+    const check = permissionChecks[requirement];
+    if (!check.allows(principal)) throw new ForbiddenError(check.denial);
+  }
+}
+
+/** The one auth checker: every `@Authorized` operation and field passes through here, on both faces. */
+export const authChecker: AuthChecker<Context, Requirement> = ({ context }, requirements) => {
+  assertRequirements(requirePrincipal(context), requirements);
+  return true;
+};

@@ -1,0 +1,37 @@
+import type { EntityManager } from '@mikro-orm/sql';
+import { AuthenticationError } from '../errors/domain-errors.js';
+import { parseAuthorizationHeader } from './credentials.js';
+import type { Principal } from './principal.js';
+
+/**
+ * A feature that issues credentials (API keys, OAuth delegations) resolves its own by digest;
+ * auth only routes the presented credential to the resolver for its scheme.
+ */
+export interface CredentialResolver {
+  scheme: 'token' | 'bearer';
+  resolve(em: EntityManager, digest: string, now: Date): Promise<Principal | undefined>;
+}
+
+export type Authentication =
+  | { status: 'anonymous' }
+  | { status: 'authenticated'; principal: Principal }
+  | { status: 'rejected'; error: AuthenticationError };
+
+/** Read from the database on every request: a revoked key or token is refused at once, everywhere. */
+export async function authenticate(
+  em: EntityManager,
+  authorizationHeader: string | undefined,
+  resolvers: readonly CredentialResolver[],
+): Promise<Authentication> {
+  const presented = parseAuthorizationHeader(authorizationHeader);
+  if (!presented) return { status: 'anonymous' };
+  if (presented.scheme === 'malformed') {
+    return { status: 'rejected', error: new AuthenticationError('The Authorization header must be "Token token=<API key>" or "Bearer <access token>".') };
+  }
+  for (const resolver of resolvers) {
+    if (resolver.scheme !== presented.scheme) continue;
+    const principal = await resolver.resolve(em, presented.digest, new Date());
+    if (principal) return { status: 'authenticated', principal };
+  }
+  return { status: 'rejected', error: new AuthenticationError('The credential is unknown, revoked or expired.') };
+}

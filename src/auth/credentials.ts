@@ -1,0 +1,19 @@
+import { digestSecret } from './secrets.js';
+
+export type PresentedCredential =
+  | { scheme: 'token'; digest: string }
+  | { scheme: 'bearer'; digest: string }
+  | { scheme: 'malformed' };
+
+/**
+ * Parses `Authorization: Token token=<key>` and `Authorization: Bearer <token>`.
+ * Returns undefined when no credential is presented at all.
+ */
+export function parseAuthorizationHeader(header: string | undefined): PresentedCredential | undefined {
+  if (header === undefined || header.trim() === '') return undefined;
+  const token = /^Token\s+token=("?)([A-Za-z0-9_\-+/=.~]{8,200})\1\s*$/i.exec(header.trim());
+  if (token) return { scheme: 'token', digest: digestSecret(token[2]!) };
+  const bearer = /^Bearer\s+([A-Za-z0-9_\-+/=.~]{8,500})\s*$/i.exec(header.trim());
+  if (bearer) return { scheme: 'bearer', digest: digestSecret(bearer[1]!) };
+  return { scheme: 'malformed' };
+}

@@ -1,0 +1,49 @@
+import { READ_ONLY_ROLES, USER_MANAGER_ROLES, type UserRole } from './roles.js';
+import type { Scope } from './scopes.js';
+
+interface PrincipalBase {
+  accountId: string;
+  /** The key or delegation presented; for audit trails. */
+  credentialId: string;
+  /** The budget this request draws on: a user's keys and tokens share one. */
+  rateLimitKey: string;
+}
+
+export interface AccountKeyPrincipal extends PrincipalBase {
+  kind: 'account_key';
+  readOnly: boolean;
+}
+
+export interface UserKeyPrincipal extends PrincipalBase {
+  kind: 'user_key';
+  userId: string;
+  role: UserRole;
+}
+
+export interface OAuthPrincipal extends PrincipalBase {
+  kind: 'oauth';
+  userId: string;
+  role: UserRole;
+  scopes: ReadonlySet<Scope | string>;
+}
+
+/** Who is calling, resolved once per request and shared by both faces. */
+export type Principal = AccountKeyPrincipal | UserKeyPrincipal | OAuthPrincipal;
+export type UserPrincipal = UserKeyPrincipal | OAuthPrincipal;
+
+export function isUserPrincipal(principal: Principal): principal is UserPrincipal {
+  return principal.kind !== 'account_key';
+}
+
+export function actingUserId(principal: Principal): string | undefined {
+  return isUserPrincipal(principal) ? principal.userId : undefined;
+}
+
+/** `can_update_user`: owners, admins and full-access account keys. */
+export function canUpdateUser(principal: Principal): boolean {
+  return principal.kind === 'account_key' ? !principal.readOnly : USER_MANAGER_ROLES.has(principal.role);
+}
+
+export function isReadOnly(principal: Principal): boolean {
+  return principal.kind === 'account_key' ? principal.readOnly : READ_ONLY_ROLES.has(principal.role);
+}

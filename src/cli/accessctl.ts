@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+import 'reflect-metadata';
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../config/config.js';
+import { openDatabase } from '../db/database.js';
+import { EmbeddedDatabaseBusyError } from '../db/embedded-lock.js';
+import { DomainError } from '../errors/domain-errors.js';
+import { allEntities } from '../app/features.js';
+import { UsageError, type CliCommand } from './command.js';
+import { bootstrapCommand, createApiKeyCommand, migrateCommand } from './commands/accounts.commands.js';
+import { seedCommand } from './commands/seed.command.js';
+
+const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand];
+
+function usage(): string {
+  return `Usage:\n${commands.map((command) => `  ${command.usage}`).join('\n')}\n\nReads DATABASE_URL and DATA_DIR like the server. With --json, stdout holds exactly one JSON object.`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const command = commands
+    .filter((candidate) => candidate.name.split(' ').every((word, index) => argv[index] === word))
+    .sort((a, b) => b.name.length - a.name.length)[0];
+  if (!command) {
+    process.stderr.write(`${argv.length ? `Unknown command: ${argv.join(' ')}\n\n` : ''}${usage()}\n`);
+    return argv.length && !['help', '--help', '-h'].includes(argv[0]!) ? 2 : 0;
+  }
+  const rest = argv.slice(command.name.split(' ').length);
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    values = parseArgs({ args: rest, options: { ...command.options, json: { type: 'boolean' } }, strict: true }).values as typeof values;
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\nUsage: ${command.usage}\n`);
+    return 2;
+  }
+
+  const config = loadConfig();
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, entities: allEntities() });
+  try {
+    const applied = await database.migrate();
+    if (applied.length) process.stderr.write(`applied migrations: ${applied.join(', ')}\n`);
+    const result = await command.run(database, values, { info: (message) => process.stderr.write(`${message}\n`) });
+    process.stdout.write(values.json ? `${JSON.stringify(result)}\n` : `${command.human(result)}\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`${error.message}\nUsage: ${command.usage}\n`);
+      return 2;
+    }
+    if (error instanceof DomainError) {
+      process.stderr.write(`${error.message}: ${error.details.join('; ')}\n`);
+      return 1;
+    }
+    throw error;
+  } finally {
+    await database.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof ConfigError || error instanceof EmbeddedDatabaseBusyError) process.stderr.write(`${error.message}\n`);
+    else process.stderr.write(`accessctl failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);

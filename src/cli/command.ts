@@ -1,0 +1,34 @@
+import type { parseArgs } from 'node:util';
+import type { Database } from '../db/database.js';
+
+type ParseArgsOptions = NonNullable<Parameters<typeof parseArgs>[0]>['options'];
+
+export interface CommandIo {
+  /** Human-readable progress; stderr, so `--json` output stays one object on stdout. */
+  info(message: string): void;
+}
+
+export interface CliCommand {
+  /** e.g. `api-keys create` */
+  name: string;
+  usage: string;
+  options: ParseArgsOptions;
+  /** Returns the result object: printed as JSON with --json, else as `human(result)`. */
+  run(database: Database, values: Record<string, string | boolean | undefined>, io: CommandIo): Promise<Record<string, unknown>>;
+  human(result: Record<string, unknown>): string;
+}
+
+export class UsageError extends Error {}
+
+export function requireOption(values: Record<string, string | boolean | undefined>, name: string): string {
+  const value = values[name];
+  if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`--${name} is required`);
+  return value.trim();
+}
+
+export function positiveInteger(values: Record<string, string | boolean | undefined>, name: string, fallback: number): number {
+  const raw = values[name];
+  if (raw === undefined) return fallback;
+  if (typeof raw !== 'string' || !/^\d+$/.test(raw) || Number(raw) < 1) throw new UsageError(`--${name} must be a positive integer`);
+  return Number(raw);
+}

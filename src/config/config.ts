@@ -1,0 +1,127 @@
+import path from 'node:path';
+
+export type NodeEnv = 'development' | 'production' | 'test';
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface AppConfig {
+  port: number;
+  /** Unset means the embedded PGlite database under `dataDir`. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  publicApiUrl: string;
+  publicWebUrl: string;
+  publicFeedUrl: string;
+  apiVendor: string;
+  nodeEnv: NodeEnv;
+  logLevel: LogLevel;
+  /** Unset outside production means a secret generated once and kept in `dataDir`. */
+  secretKey: string | undefined;
+  rateLimitPerMinute: number;
+  redisUrl: string | undefined;
+  corsOrigins: string[];
+  introspection: boolean;
+  landingPage: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads and validates the whole environment at once, so a bad deployment lists every problem, not the first. */
+export function loadConfig(env: Env = process.env): AppConfig {
+  const problems: string[] = [];
+  const read = (name: string) => {
+    const value = env[name]?.trim();
+    return value === undefined || value === '' ? undefined : value;
+  };
+
+  const integer = (name: string, fallback: number, min: number, max: number) => {
+    const raw = read(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || value < min || value > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return value;
+  };
+
+  const url = (name: string, fallback: string, protocols: string[]) => {
+    const raw = read(name) ?? fallback;
+    try {
+      const parsed = new URL(raw);
+      if (!protocols.includes(parsed.protocol)) throw new Error('protocol');
+      return raw.replace(/\/+$/, '');
+    } catch {
+      problems.push(`${name} must be a ${protocols.join(' or ')} URL (got "${raw}")`);
+      return fallback;
+    }
+  };
+
+  const boolean = (name: string, fallback: boolean) => {
+    const raw = read(name);
+    if (raw === undefined) return fallback;
+    if (['true', '1', 'yes'].includes(raw.toLowerCase())) return true;
+    if (['false', '0', 'no'].includes(raw.toLowerCase())) return false;
+    problems.push(`${name} must be true or false (got "${raw}")`);
+    return fallback;
+  };
+
+  const nodeEnvRaw = read('NODE_ENV') ?? 'development';
+  let nodeEnv: NodeEnv = 'development';
+  if (nodeEnvRaw === 'development' || nodeEnvRaw === 'production' || nodeEnvRaw === 'test') nodeEnv = nodeEnvRaw;
+  else problems.push(`NODE_ENV must be development, production or test (got "${nodeEnvRaw}")`);
+  const production = nodeEnv === 'production';
+
+  const logLevelRaw = read('LOG_LEVEL') ?? (nodeEnv === 'test' ? 'silent' : 'info');
+  let logLevel: LogLevel = 'info';
+  if ((LOG_LEVELS as readonly string[]).includes(logLevelRaw)) logLevel = logLevelRaw as LogLevel;
+  else problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got "${logLevelRaw}")`);
+
+  const port = integer('PORT', 4000, 0, 65535);
+  const databaseUrl = read('DATABASE_URL');
+  if (databaseUrl !== undefined) url('DATABASE_URL', 'postgres://localhost/postgres', ['postgres:', 'postgresql:']);
+
+  const apiVendor = read('API_VENDOR') ?? 'pagerduty';
+  if (!/^[a-z0-9][a-z0-9.-]*$/i.test(apiVendor)) problems.push(`API_VENDOR must be a plain vendor name such as "pagerduty" (got "${apiVendor}")`);
+
+  const secretKey = read('SECRET_KEY');
+  if (secretKey !== undefined && secretKey.length < 32) problems.push('SECRET_KEY must be at least 32 characters');
+  if (production && secretKey === undefined) problems.push('SECRET_KEY is required when NODE_ENV=production');
+
+  const corsOrigins = (read('CORS_ORIGINS') ?? '').split(',').map((origin) => origin.trim()).filter(Boolean);
+  for (const origin of corsOrigins) {
+    try {
+      new URL(origin);
+    } catch {
+      problems.push(`CORS_ORIGINS must be a comma-separated list of origins (bad entry "${origin}")`);
+    }
+  }
+
+  const config: AppConfig = {
+    port,
+    databaseUrl,
+    dataDir: path.resolve(read('DATA_DIR') ?? '.data'),
+    publicApiUrl: url('PUBLIC_API_URL', `http://localhost:${port}`, ['http:', 'https:']),
+    publicWebUrl: url('PUBLIC_WEB_URL', `http://localhost:${port}`, ['http:', 'https:']),
+    publicFeedUrl: url('PUBLIC_FEED_URL', `http://localhost:${port}`, ['http:', 'https:']),
+    apiVendor,
+    nodeEnv,
+    logLevel,
+    secretKey,
+    rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', 960, 1, 1_000_000),
+    redisUrl: read('REDIS_URL'),
+    corsOrigins,
+    introspection: boolean('GRAPHQL_INTROSPECTION', !production),
+    landingPage: boolean('GRAPHQL_LANDING_PAGE', !production),
+  };
+  if (config.redisUrl !== undefined) url('REDIS_URL', 'redis://localhost', ['redis:', 'rediss:']);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}

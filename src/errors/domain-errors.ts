@@ -1,0 +1,70 @@
+/**
+ * Typed domain errors: services throw these and know nothing of HTTP or GraphQL.
+ * Each face translates them once through the error table.
+ */
+export type ErrorKind =
+  | 'invalid_input'
+  | 'missing_argument'
+  | 'unprocessable'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'not_found'
+  | 'rate_limited'
+  | 'not_acceptable'
+  | 'unsupported_media_type'
+  | 'internal';
+
+export class DomainError extends Error {
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    /** Human-readable details, one per problem; the REST envelope's `errors`. */
+    readonly details: string[] = [],
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class InvalidInputError extends DomainError {
+  constructor(details: string[] | string, message = 'Invalid Input Provided') {
+    super('invalid_input', message, Array.isArray(details) ? details : [details]);
+  }
+}
+
+export class MissingArgumentError extends DomainError {
+  constructor(details: string[] | string) {
+    super('missing_argument', 'Missing Arguments', Array.isArray(details) ? details : [details]);
+  }
+}
+
+/** A payload that parses but fails validation (the spec's 422 for notification subscriptions). */
+export class UnprocessableError extends DomainError {
+  constructor(details: string[] | string) {
+    super('unprocessable', 'Unprocessable Entity', Array.isArray(details) ? details : [details]);
+  }
+}
+
+export class AuthenticationError extends DomainError {
+  constructor(detail = 'A valid API key or OAuth access token is required.') {
+    super('unauthenticated', 'Authentication failed', [detail]);
+  }
+}
+
+export class ForbiddenError extends DomainError {
+  constructor(detail: string) {
+    super('forbidden', 'Access Denied', [detail]);
+  }
+}
+
+export class NotFoundError extends DomainError {
+  constructor(resource = 'resource') {
+    super('not_found', 'Not Found', [`The requested ${resource} was not found.`]);
+  }
+}
+
+export class RateLimitedError extends DomainError {
+  constructor(readonly retryAfterSeconds: number) {
+    super('rate_limited', 'Rate Limit Exceeded', [`Too many requests; retry in ${retryAfterSeconds} seconds.`]);
+  }
+}

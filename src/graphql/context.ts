@@ -1,0 +1,26 @@
+import type { EntityManager } from '@mikro-orm/sql';
+import type { Runtime } from '../app/runtime.js';
+import type { Authentication } from '../auth/authenticate.js';
+import type { Principal } from '../auth/principal.js';
+import { AuthenticationError } from '../errors/domain-errors.js';
+import { LoaderRegistry } from './loaders.js';
+
+/** One per request, the same for a GraphQL request and for a REST route executing its operation. */
+export interface Context {
+  em: EntityManager;
+  authentication: Authentication;
+  requestId: string;
+  runtime: Runtime;
+  loaders: LoaderRegistry;
+}
+
+export function createContext(options: { em: EntityManager; authentication: Authentication; requestId: string; runtime: Runtime }): Context {
+  return { ...options, loaders: new LoaderRegistry() };
+}
+
+export function requirePrincipal(context: Context): Principal {
+  const { authentication } = context;
+  if (authentication.status === 'authenticated') return authentication.principal;
+  if (authentication.status === 'rejected') throw authentication.error;
+  throw new AuthenticationError();
+}

@@ -1,0 +1,55 @@
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { DomainError, type ErrorKind } from '../errors/domain-errors.js';
+import { ERROR_TABLE } from '../errors/error-table.js';
+
+export interface ClassifiedError {
+  kind: ErrorKind;
+  message: string;
+  details: string[];
+}
+
+const INPUT_ERROR_CODES = new Set(['GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'BAD_USER_INPUT', 'BAD_REQUEST', 'OPERATION_RESOLUTION_FAILURE']);
+
+function originalOf(error: unknown): unknown {
+  let current = error;
+  while (current instanceof GraphQLError && current.originalError && current.originalError !== current) current = current.originalError;
+  return current;
+}
+
+/**
+ * Sorts any error out of an execution into a kind of the error table. Errors the product
+ * did not raise on purpose are internal, and their text never leaves the process.
+ */
+export function classifyError(error: unknown): ClassifiedError {
+  const original = originalOf(error);
+  if (original instanceof DomainError) {
+    return { kind: original.kind, message: original.message, details: original.details };
+  }
+  if (original instanceof GraphQLError) {
+    // Parse, validation and variable-coercion errors (a scalar's own GraphQLError sits inside
+    // the coercion error): the client's input, safe to echo. The outermost message names the path.
+    const code = original.extensions?.code ?? (error instanceof GraphQLError ? error.extensions?.code : undefined);
+    if (code === undefined || (typeof code === 'string' && INPUT_ERROR_CODES.has(code))) {
+      return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [error instanceof GraphQLError ? error.message : original.message] };
+    }
+  }
+  return { kind: 'internal', message: 'Internal Server Error', details: [] };
+}
+
+/** Apollo's `formatError`: every error carries `extensions.code` and `extensions.apiErrorCode`. */
+export function formatGraphQLError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+  const classified = classifyError(error);
+  const translation = ERROR_TABLE[classified.kind];
+  const standardCode = formatted.extensions?.code;
+  const keepStandardCode = classified.kind === 'invalid_input' && typeof standardCode === 'string' && standardCode.startsWith('GRAPHQL_');
+  return {
+    message: classified.kind === 'internal' ? 'Internal server error' : classified.details[0] ?? classified.message,
+    ...(formatted.locations ? { locations: formatted.locations } : {}),
+    ...(formatted.path ? { path: formatted.path } : {}),
+    extensions: {
+      code: keepStandardCode ? standardCode : translation.graphqlCode,
+      apiErrorCode: translation.apiErrorCode,
+      ...(classified.details.length > 1 ? { details: classified.details } : {}),
+    },
+  };
+}

@@ -1,0 +1,25 @@
+import 'reflect-metadata';
+import { buildSchema, type NonEmptyArray } from 'type-graphql';
+import { lexicographicSortSchema, printSchema, type GraphQLSchema } from 'graphql';
+import { DateTimeResolver } from 'graphql-scalars';
+import { authChecker } from '../auth/auth-checker.js';
+import { features } from '../app/features.js';
+
+let built: Promise<GraphQLSchema> | undefined;
+
+/** Built once per process from every feature's resolvers; both faces execute against it. */
+export function buildAppSchema(): Promise<GraphQLSchema> {
+  built ??= buildSchema({
+    resolvers: features.flatMap((feature) => feature.resolvers) as NonEmptyArray<Function>,
+    authChecker,
+    authMode: 'error',
+    validate: false,
+    scalarsMap: [{ type: Date, scalar: DateTimeResolver }],
+  });
+  return built;
+}
+
+/** The SDL kept in `schema/schema.graphql`, sorted so it diffs cleanly. */
+export async function printAppSchema(): Promise<string> {
+  return `${printSchema(lexicographicSortSchema(await buildAppSchema()))}\n`;
+}

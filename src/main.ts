@@ -1,0 +1,60 @@
+import 'reflect-metadata';
+import { ConfigError, loadConfig } from './config/config.js';
+import { createLogger } from './logging/logger.js';
+import { openDatabase } from './db/database.js';
+import { EmbeddedDatabaseBusyError } from './db/embedded-lock.js';
+import { resolveServerSecret } from './auth/server-secret.js';
+import { AccountsService } from './accounts/accounts.service.js';
+import { bootstrapAccount } from './accounts/bootstrap.js';
+import { allEntities } from './app/features.js';
+import { createApp } from './app/app.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config);
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, entities: allEntities() });
+  const applied = await database.migrate();
+  if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
+
+  if (database.kind === 'embedded' && (await new AccountsService(database.em()).countAccounts()) === 0) {
+    const demo = await bootstrapAccount(database.em(), { accountName: 'Demo account', ownerEmail: 'owner@example.com', ownerName: 'Demo Owner' });
+    // Printed straight to the terminal, once, never through the logger: logs must not carry keys.
+    process.stdout.write(
+      `\nCreated a demo account on the embedded database.\n` +
+        `  account ${demo.account.id}, owner ${demo.owner.id} <${demo.owner.email}>\n` +
+        `  Full-access API key (shown only now): ${demo.apiKey}\n` +
+        `  Try: curl -H 'Authorization: Token token=${demo.apiKey}' ${config.publicApiUrl}/users\n\n`,
+    );
+  }
+
+  const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config) });
+  await new Promise<void>((resolve) => server.httpServer.listen(config.port, resolve));
+  logger.info({ port: config.port, database: database.kind, graphql: `${config.publicApiUrl}/graphql` }, 'account access gateway listening');
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    try {
+      await server.stop();
+      await database.close();
+      logger.info('stopped');
+      process.exit(0);
+    } catch (error) {
+      logger.error({ err: error }, 'unclean shutdown');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof EmbeddedDatabaseBusyError) {
+    process.stderr.write(`${error.message}\n`);
+  } else {
+    process.stderr.write(`Failed to start: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  }
+  process.exit(1);
+});

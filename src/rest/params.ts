@@ -1,0 +1,79 @@
+import { InvalidInputError, MissingArgumentError } from '../errors/domain-errors.js';
+
+export type Query = Record<string, string | string[] | undefined>;
+
+export const CLASSIC_DEFAULT_LIMIT = 25;
+export const CLASSIC_MAX_LIMIT = 100;
+export const CLASSIC_MAX_WINDOW = 10_000;
+
+/** The last value of a single-valued parameter (a repeated one counts as given once, last wins). */
+export function single(query: Query, name: string): string | undefined {
+  const value = query[name];
+  return Array.isArray(value) ? value[value.length - 1] : value;
+}
+
+export function list(query: Query, name: string): string[] {
+  const values = [query[name], query[`${name}[]`]].flat().filter((value): value is string => typeof value === 'string');
+  return values.flatMap((value) => value.split(',')).map((value) => value.trim()).filter(Boolean);
+}
+
+export function required(query: Query, name: string): string {
+  const value = single(query, name);
+  if (value === undefined || value.trim() === '') throw new MissingArgumentError(`${name} is required`);
+  return value;
+}
+
+function integer(query: Query, name: string): number | undefined {
+  const raw = single(query, name);
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^\d+$/.test(raw)) throw new InvalidInputError(`${name} must be a non-negative integer`);
+  return Number(raw);
+}
+
+export function boolean(query: Query, name: string): boolean {
+  const raw = single(query, name);
+  if (raw === undefined || raw === '') return false;
+  if (raw === 'true' || raw === 'false') return raw === 'true';
+  throw new InvalidInputError(`${name} must be true or false`);
+}
+
+export interface ClassicPagination {
+  limit: number;
+  offset: number;
+  total: boolean;
+}
+
+/** limit/offset/total: above 100 is served as 100; the window ends at 10000; bad values are 400. */
+export function classicPagination(query: Query): ClassicPagination {
+  const requested = integer(query, 'limit') ?? CLASSIC_DEFAULT_LIMIT;
+  if (requested < 1) throw new InvalidInputError('limit must be at least 1');
+  const limit = Math.min(requested, CLASSIC_MAX_LIMIT);
+  const offset = integer(query, 'offset') ?? 0;
+  if (offset + limit > CLASSIC_MAX_WINDOW) throw new InvalidInputError(`offset + limit must not exceed ${CLASSIC_MAX_WINDOW}`);
+  return { limit, offset, total: boolean(query, 'total') };
+}
+
+export function cursorPagination(query: Query): { limit: number; cursor: string | undefined } {
+  const requested = integer(query, 'limit') ?? CLASSIC_DEFAULT_LIMIT;
+  if (requested < 1) throw new InvalidInputError('limit must be at least 1');
+  const cursor = single(query, 'cursor');
+  return { limit: Math.min(requested, CLASSIC_MAX_LIMIT), cursor: cursor || undefined };
+}
+
+/** `include[]` values, checked against what the route allows. */
+export function includes(query: Query, allowed: readonly string[]): Set<string> {
+  const values = list(query, 'include');
+  const unknown = values.filter((value) => !allowed.includes(value));
+  if (unknown.length) {
+    throw new InvalidInputError(`include[] does not accept ${unknown.map((value) => `"${value}"`).join(', ')}; allowed values: ${allowed.join(', ')}`);
+  }
+  return new Set(values);
+}
+
+/** A JSON body's top-level object, with the field that must hold the payload. */
+export function bodyField(body: unknown, field: string): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new MissingArgumentError(`the request body must be a JSON object with "${field}"`);
+  const value = (body as Record<string, unknown>)[field];
+  if (value === undefined || value === null) throw new MissingArgumentError(`${field} is required`);
+  return value;
+}

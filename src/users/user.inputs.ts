@@ -1,0 +1,92 @@
+import { Field, ID, InputType, ObjectType } from 'type-graphql';
+import { EmailAddressResolver, TimeZoneResolver } from 'graphql-scalars';
+import type { UserRole } from '../auth/roles.js';
+import type { User } from './user.entity.js';
+import { UserRoleEnum, UserType } from './user.type.js';
+
+@InputType({ description: 'A new user. `role` defaults to USER; OWNER cannot be assigned.' })
+export class CreateUserInput {
+  @Field({ description: 'At most 100 characters.' })
+  name!: string;
+
+  @Field(() => EmailAddressResolver, { description: '6 to 100 characters, unique in the account ignoring case.' })
+  email!: string;
+
+  @Field(() => TimeZoneResolver, { nullable: true, description: 'Defaults to the account\'s time zone.' })
+  timeZone?: string;
+
+  @Field(() => String, { nullable: true })
+  color?: string;
+
+  @Field(() => UserRoleEnum, { nullable: true })
+  role?: UserRole;
+
+  @Field(() => String, { nullable: true })
+  description?: string | null;
+
+  @Field(() => String, { nullable: true, description: 'At most 100 characters.' })
+  jobTitle?: string | null;
+}
+
+@InputType({ description: 'Changes to one user: only the fields given change.' })
+export class UpdateUserInput {
+  @Field(() => ID)
+  id!: string;
+
+  @Field(() => String, { nullable: true })
+  name?: string;
+
+  @Field(() => EmailAddressResolver, { nullable: true })
+  email?: string;
+
+  @Field(() => TimeZoneResolver, { nullable: true })
+  timeZone?: string;
+
+  @Field(() => String, { nullable: true })
+  color?: string;
+
+  @Field(() => UserRoleEnum, { nullable: true })
+  role?: UserRole;
+
+  @Field(() => String, { nullable: true, description: 'null clears it.' })
+  description?: string | null;
+
+  @Field(() => String, { nullable: true, description: 'null clears it.' })
+  jobTitle?: string | null;
+}
+
+@InputType({ description: 'Up to 100 user changes, applied all or nothing.' })
+export class UpdateUsersInput {
+  @Field(() => [UpdateUserInput])
+  users!: UpdateUserInput[];
+}
+
+@InputType()
+export class DeleteUserInput {
+  @Field(() => ID)
+  id!: string;
+}
+
+@ObjectType()
+export class CreateUserPayload {
+  @Field(() => UserType)
+  user!: User;
+}
+
+@ObjectType()
+export class UpdateUserPayload {
+  @Field(() => UserType)
+  user!: User;
+}
+
+@ObjectType()
+export class UpdateUsersPayload {
+  @Field(() => [UserType])
+  users!: User[];
+}
+
+@ObjectType()
+export class DeleteUserPayload {
+  @Field(() => ID)
+  deletedUserId!: string;
+}

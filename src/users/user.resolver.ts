@@ -1,0 +1,116 @@
+import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { URLResolver } from 'graphql-scalars';
+import type { Requirement } from '../auth/auth-checker.js';
+import { requirePrincipal, type Context } from '../graphql/context.js';
+import { InvalidInputError } from '../errors/domain-errors.js';
+import { User } from './user.entity.js';
+import { MAX_PAGE_SIZE, UsersService } from './user.service.js';
+import { UserConnection, UserType } from './user.type.js';
+import {
+  CreateUserInput,
+  CreateUserPayload,
+  DeleteUserInput,
+  DeleteUserPayload,
+  UpdateUserInput,
+  UpdateUserPayload,
+  UpdateUsersInput,
+  UpdateUsersPayload,
+} from './user.inputs.js';
+
+const MAX_OFFSET_WINDOW = 10_000;
+const USERS_CURSOR = 'users';
+
+@ArgsType()
+class UsersArgs {
+  @Field(() => String, { nullable: true, description: 'Case-insensitive substring of the name or email.' })
+  query?: string | null;
+
+  @Field(() => Int, { defaultValue: 25, description: 'Page size, 1 to 100.' })
+  first!: number;
+
+  @Field(() => String, { nullable: true, description: 'An `endCursor` from a previous page.' })
+  after?: string | null;
+
+  @Field(() => Int, { nullable: true, description: 'Skip this many users instead of using `after` (classic offset paging); first + offset at most 10000.' })
+  offset?: number | null;
+}
+
+export function usersService(context: Context): UsersService {
+  return new UsersService(context.em, requirePrincipal(context), context.runtime.userDeletedHooks);
+}
+
+@Resolver(() => UserType)
+export class UserResolver {
+  @Authorized<Requirement>('users.read')
+  @Query(() => UserType, { description: 'The user the credential acts as; an account API key has none (BAD_USER_INPUT).' })
+  viewer(@Ctx() context: Context): Promise<User> {
+    return usersService(context).viewer();
+  }
+
+  @Authorized<Requirement>('users.read')
+  @Query(() => UserType, { description: 'A user of the account; NOT_FOUND for deleted users and other accounts\' ids.' })
+  user(@Arg('id', () => ID) id: string, @Ctx() context: Context): Promise<User> {
+    return usersService(context).get(id);
+  }
+
+  @Authorized<Requirement>('users.read')
+  @Query(() => UserConnection, { description: 'Users of the account, ordered by name then id.' })
+  async users(@Args(() => UsersArgs) args: UsersArgs, @Ctx() context: Context) {
+    if (!Number.isInteger(args.first) || args.first < 1 || args.first > MAX_PAGE_SIZE) throw new InvalidInputError(`first must be from 1 to ${MAX_PAGE_SIZE}`);
+    const offset = args.offset ?? 0;
+    if (offset < 0 || offset + args.first > MAX_OFFSET_WINDOW) throw new InvalidInputError(`offset must be at least 0 and offset + first at most ${MAX_OFFSET_WINDOW}`);
+    if (args.after && args.offset) throw new InvalidInputError('give either after or offset, not both');
+    const after = args.after ? context.runtime.cursors.decode<{ n: string; i: string }>(USERS_CURSOR, args.after, 'after') : undefined;
+    const page = await usersService(context).list({
+      query: args.query,
+      first: args.first,
+      offset,
+      after: after ? { name: after.n, id: after.i } : undefined,
+    });
+    return UserConnection.from({
+      ...page,
+      hasPreviousPage: Boolean(after) || offset > 0,
+      cursorOf: (user) => context.runtime.cursors.encode(USERS_CURSOR, { n: user.name, i: user.id }),
+    });
+  }
+
+  @Authorized<Requirement>('users.write', 'write', 'can_update_user')
+  @Mutation(() => CreateUserPayload)
+  async createUser(@Arg('input', () => CreateUserInput) input: CreateUserInput, @Ctx() context: Context): Promise<CreateUserPayload> {
+    return { user: await usersService(context).create(input) };
+  }
+
+  @Authorized<Requirement>('users.write', 'write')
+  @Mutation(() => UpdateUserPayload, { description: 'Users may change their own profile (not their role); can_update_user changes anyone.' })
+  async updateUser(@Arg('input', () => UpdateUserInput) input: UpdateUserInput, @Ctx() context: Context): Promise<UpdateUserPayload> {
+    return { user: await usersService(context).update(input) };
+  }
+
+  @Authorized<Requirement>('users.write', 'write')
+  @Mutation(() => UpdateUsersPayload, { description: 'All or nothing: one invalid element fails the whole call and changes nothing.' })
+  async updateUsers(@Arg('input', () => UpdateUsersInput) input: UpdateUsersInput, @Ctx() context: Context): Promise<UpdateUsersPayload> {
+    return { users: await usersService(context).updateMany(input.users) };
+  }
+
+  @Authorized<Requirement>('users.write', 'write', 'can_update_user')
+  @Mutation(() => DeleteUserPayload, { description: 'Revokes the user\'s keys and delegations, invalidates the calendar key and removes subscriptions, in one transaction.' })
+  async deleteUser(@Arg('input', () => DeleteUserInput) input: DeleteUserInput, @Ctx() context: Context): Promise<DeleteUserPayload> {
+    await usersService(context).delete(input.id);
+    return { deletedUserId: input.id };
+  }
+
+  @FieldResolver(() => URLResolver, { description: 'The user\'s REST API URL.' })
+  self(@Root() user: User, @Ctx() context: Context): string {
+    return `${context.runtime.urls.api}/users/${user.id}`;
+  }
+
+  @FieldResolver(() => URLResolver, { description: 'Where the user is shown in the web app.' })
+  htmlUrl(@Root() user: User, @Ctx() context: Context): string {
+    return `${context.runtime.urls.web}/users/${user.id}`;
+  }
+
+  @FieldResolver(() => URLResolver)
+  avatarUrl(@Root() user: User, @Ctx() context: Context): string {
+    return user.avatarUrl ?? `${context.runtime.urls.web}/assets/blank-avatar.png`;
+  }
+}

@@ -1,0 +1,168 @@
+import { InvalidInputError, MissingArgumentError } from '../errors/domain-errors.js';
+import { USER_ROLES } from '../auth/roles.js';
+import type { RestRoute } from '../rest/route.js';
+import { operationDocument } from '../rest/route.js';
+import { bodyField, classicPagination, includes, single } from '../rest/params.js';
+import type {
+  CreateUserMutation,
+  CurrentUserQuery,
+  ListUsersQuery,
+  RestUserFieldsFragment,
+  ShowUserQuery,
+  UpdateUserMutation,
+  UpdateUsersMutation,
+} from '../graphql/generated/operations.js';
+import { MAX_USERS_PER_BULK_UPDATE } from './user.service.js';
+
+/** Arrays the product holds none of: accepted in include[] and always returned empty. */
+export const USER_INCLUDES = ['contact_methods', 'notification_rules', 'teams', 'subdomains'] as const;
+
+const document = (file: string) => operationDocument(import.meta.url, file, './operations/user-fields.graphql');
+
+/** The v2 representation of a user, from the fields the REST documents select. */
+export function presentUser(user: RestUserFieldsFragment) {
+  return {
+    id: user.id,
+    type: 'user' as const,
+    summary: user.name,
+    self: user.self,
+    html_url: user.htmlUrl,
+    name: user.name,
+    email: user.email,
+    time_zone: user.timeZone,
+    color: user.color,
+    role: user.role.toLowerCase(),
+    avatar_url: user.avatarUrl,
+    description: user.description ?? null,
+    invitation_sent: user.invitationSent,
+    // The reference schema has job_title as a non-nullable string: an unset title is left out.
+    ...(user.jobTitle != null ? { job_title: user.jobTitle } : {}),
+    created_via_sso: user.createdViaSso,
+    teams: [],
+    contact_methods: [],
+    notification_rules: [],
+  };
+}
+
+const WRITABLE_FIELDS = {
+  name: 'name',
+  email: 'email',
+  time_zone: 'timeZone',
+  color: 'color',
+  role: 'role',
+  description: 'description',
+  job_title: 'jobTitle',
+} as const;
+
+/** Writable fields of a body's user object, renamed for GraphQL; read-only and unknown fields are ignored. */
+export function userFieldsFromBody(raw: unknown, where: string): Record<string, unknown> {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidInputError(`${where} must be a JSON object`);
+  const body = raw as Record<string, unknown>;
+  if (body.type !== undefined && body.type !== 'user') {
+    throw new InvalidInputError(`${where}.type must be "user" (got ${JSON.stringify(body.type)})`);
+  }
+  const fields: Record<string, unknown> = {};
+  for (const [restName, graphqlName] of Object.entries(WRITABLE_FIELDS)) {
+    if (!(restName in body)) continue;
+    const value = body[restName];
+    if (restName === 'role') {
+      if (typeof value !== 'string' || !(USER_ROLES as readonly string[]).includes(value)) {
+        throw new InvalidInputError(`${where}.role must be one of ${USER_ROLES.join(', ')}`);
+      }
+      fields.role = value.toUpperCase();
+    } else {
+      fields[graphqlName] = value;
+    }
+  }
+  return fields;
+}
+
+export const userRoutes: RestRoute[] = [
+  {
+    method: 'get',
+    path: '/users',
+    operation: document('./operations/list-users.graphql'),
+    variables: ({ query }) => {
+      includes(query, USER_INCLUDES);
+      const page = classicPagination(query);
+      return { query: single(query, 'query') ?? null, first: page.limit, offset: page.offset, withTotal: page.total };
+    },
+    respond: (data: ListUsersQuery, { query }) => {
+      const page = classicPagination(query);
+      return {
+        status: 200,
+        body: {
+          users: data.users.nodes.map(presentUser),
+          limit: page.limit,
+          offset: page.offset,
+          more: data.users.pageInfo.hasNextPage,
+          total: data.users.totalCount ?? null,
+        },
+      };
+    },
+  } satisfies RestRoute<ListUsersQuery>,
+  {
+    method: 'get',
+    path: '/users/me',
+    operation: document('./operations/current-user.graphql'),
+    variables: ({ query }) => {
+      includes(query, USER_INCLUDES);
+      return {};
+    },
+    respond: (data: CurrentUserQuery) => ({ status: 200, body: { user: presentUser(data.viewer) } }),
+  } satisfies RestRoute<CurrentUserQuery>,
+  {
+    method: 'get',
+    path: '/users/:id',
+    operation: document('./operations/show-user.graphql'),
+    variables: ({ params, query }) => {
+      includes(query, USER_INCLUDES);
+      return { id: params.id };
+    },
+    respond: (data: ShowUserQuery) => ({ status: 200, body: { user: presentUser(data.user) } }),
+  } satisfies RestRoute<ShowUserQuery>,
+  {
+    method: 'post',
+    path: '/users',
+    operation: document('./operations/create-user.graphql'),
+    variables: ({ body }) => ({ input: userFieldsFromBody(bodyField(body, 'user'), 'user') }),
+    respond: (data: CreateUserMutation) => ({ status: 201, body: { user: presentUser(data.createUser.user) } }),
+  } satisfies RestRoute<CreateUserMutation>,
+  {
+    method: 'put',
+    path: '/users/:id',
+    operation: document('./operations/update-user.graphql'),
+    variables: ({ params, body }) => ({ input: { ...userFieldsFromBody(bodyField(body, 'user'), 'user'), id: params.id } }),
+    respond: (data: UpdateUserMutation) => ({ status: 200, body: { user: presentUser(data.updateUser.user) } }),
+  } satisfies RestRoute<UpdateUserMutation>,
+  {
+    method: 'put',
+    path: '/users',
+    operation: document('./operations/update-users.graphql'),
+    variables: ({ body }) => {
+      const users = bodyField(body, 'users');
+      if (!Array.isArray(users)) throw new InvalidInputError('users must be an array');
+      if (users.length === 0 || users.length > MAX_USERS_PER_BULK_UPDATE) {
+        throw new InvalidInputError(`users must hold 1 to ${MAX_USERS_PER_BULK_UPDATE} elements`);
+      }
+      return {
+        input: {
+          users: users.map((element: unknown, index) => {
+            const fields = userFieldsFromBody(element, `users[${index}]`);
+            const id = (element as { id?: unknown }).id;
+            if (typeof id !== 'string' || id === '') throw new MissingArgumentError(`users[${index}].id is required`);
+            return { ...fields, id };
+          }),
+        },
+      };
+    },
+    respond: (data: UpdateUsersMutation) => ({ status: 200, body: { users: data.updateUsers.users.map(presentUser) } }),
+  } satisfies RestRoute<UpdateUsersMutation>,
+  {
+    method: 'delete',
+    path: '/users/:id',
+    operation: operationDocument(import.meta.url, './operations/delete-user.graphql'),
+    variables: ({ params }) => ({ input: { id: params.id } }),
+    respond: () => ({ status: 204 }),
+  },
+];

@@ -1,0 +1,221 @@
+import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/sql';
+import { Account } from '../accounts/account.entity.js';
+import { canUpdateUser, isUserPrincipal, type Principal } from '../auth/principal.js';
+import { policy } from '../auth/policy.js';
+import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
+import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
+import { User } from './user.entity.js';
+import type { UserDeletedHook } from './user-lifecycle.js';
+import { normalizeEmail, validateUserFields, type UserFields } from './user.validation.js';
+
+export const MAX_USERS_PER_BULK_UPDATE = 100;
+export const MAX_PAGE_SIZE = 100;
+const COLORS = ['green', 'red', 'purple', 'orange', 'teal', 'blue', 'brown', 'cayenne', 'forest-green', 'navy', 'violet', 'turquoise'];
+
+export interface UserListOptions {
+  query?: string | null;
+  first: number;
+  offset?: number;
+  after?: { name: string; id: string };
+}
+
+export interface UserPage {
+  items: User[];
+  hasNextPage: boolean;
+  countTotal: () => Promise<number>;
+}
+
+export type UserPatch = UserFields & { id: string };
+
+function escapeLike(value: string): string {
+  return value.replace(/[\\%_]/g, (char) => `\\${char}`);
+}
+
+function isEmailConflict(error: unknown): boolean {
+  return error instanceof UniqueConstraintViolationException && /users_account_email_live_uniq/.test(error.message);
+}
+
+export class UsersService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly principal: Principal,
+    private readonly deletedHooks: readonly UserDeletedHook[] = [],
+  ) {}
+
+  private liveUserFilter(id: string): FilterQuery<User> {
+    return { id, account: this.principal.accountId, deletedAt: null };
+  }
+
+  /** A user of the caller's account; another account's id is indistinguishable from a missing one. */
+  async get(id: string, em: EntityManager = this.em): Promise<User> {
+    const user = PUBLIC_ID_PATTERN.test(id) ? await em.findOne(User, this.liveUserFilter(id)) : null;
+    if (!user) throw new NotFoundError('user');
+    return user;
+  }
+
+  async viewer(): Promise<User> {
+    if (!isUserPrincipal(this.principal)) {
+      throw new InvalidInputError('This request requires user-level credentials (a user API key or OAuth token); an account API key has no current user.');
+    }
+    return this.get(this.principal.userId);
+  }
+
+  async list(options: UserListOptions): Promise<UserPage> {
+    const where: FilterQuery<User>[] = [{ account: this.principal.accountId, deletedAt: null }];
+    const query = options.query?.trim();
+    if (query) {
+      const pattern = `%${escapeLike(query)}%`;
+      where.push({ $or: [{ name: { $ilike: pattern } }, { email: { $ilike: pattern } }] });
+    }
+    const filter: FilterQuery<User> = { $and: where };
+    const page: FilterQuery<User>[] = [...where];
+    if (options.after) {
+      const { name, id } = options.after;
+      page.push({ $or: [{ name: { $gt: name } }, { name, id: { $gt: id } }] });
+    }
+    const rows = await this.em.find(User, { $and: page }, {
+      orderBy: [{ name: 'asc' }, { id: 'asc' }],
+      limit: options.first + 1,
+      offset: options.after ? 0 : options.offset ?? 0,
+    });
+    return {
+      items: rows.slice(0, options.first),
+      hasNextPage: rows.length > options.first,
+      countTotal: () => this.em.count(User, filter),
+    };
+  }
+
+  async create(fields: UserFields): Promise<User> {
+    policy.assertCanUpdateUsers(this.principal);
+    const problems = validateUserFields(fields, { creating: true });
+    if (problems.length) throw new InvalidInputError(problems);
+    await this.assertEmailFree(fields.email!);
+    const account = await this.em.findOneOrFail(Account, { id: this.principal.accountId });
+    for (let attempt = 0; ; attempt++) {
+      const user = this.em.create(User, {
+        account,
+        name: fields.name!.trim(),
+        email: fields.email!.trim(),
+        timeZone: fields.timeZone ?? account.timeZone,
+        color: fields.color ?? COLORS[Math.floor(Math.random() * COLORS.length)]!,
+        role: fields.role ?? 'user',
+        description: fields.description ?? null,
+        jobTitle: fields.jobTitle ?? null,
+      });
+      try {
+        await this.em.persist(user).flush();
+        return user;
+      } catch (error) {
+        this.em.clear();
+        if (isEmailConflict(error)) throw new InvalidInputError('email has already been taken');
+        // Ids are random and never reused: a collision with a live user or a tombstone draws again.
+        if (error instanceof UniqueConstraintViolationException && attempt < 3) continue;
+        throw error;
+      }
+    }
+  }
+
+  async update(patch: UserPatch): Promise<User> {
+    const [user] = await this.updateMany([patch], { single: true });
+    return user!;
+  }
+
+  /** All or nothing: every element is checked before any is written, in one transaction. */
+  async updateMany(patches: UserPatch[], options: { single?: boolean } = {}): Promise<User[]> {
+    if (!options.single && (patches.length === 0 || patches.length > MAX_USERS_PER_BULK_UPDATE)) {
+      throw new InvalidInputError(`users must hold 1 to ${MAX_USERS_PER_BULK_UPDATE} elements`);
+    }
+    return this.em.transactional(async (em) => {
+      const label = (index: number) => (options.single ? '' : `users[${index}].`);
+      const ids = patches.map((patch) => patch.id);
+      const users = await em.find(User, { id: { $in: ids.filter((id) => PUBLIC_ID_PATTERN.test(id)) }, account: this.principal.accountId, deletedAt: null });
+      const byId = new Map(users.map((user) => [user.id, user]));
+      const problems: string[] = [];
+      const seen = new Set<string>();
+      const emails = new Map<string, number>();
+
+      patches.forEach((patch, index) => {
+        const user = byId.get(patch.id);
+        if (!user) {
+          if (options.single) throw new NotFoundError('user');
+          problems.push(`${label(index)}id ${patch.id} is not a user of this account`);
+          return;
+        }
+        if (seen.has(patch.id)) problems.push(`${label(index)}id ${patch.id} appears more than once`);
+        seen.add(patch.id);
+        this.assertMayChange(user, patch);
+        problems.push(...validateUserFields(patch, { creating: false, prefix: label(index) }));
+        if (patch.role !== undefined && patch.role !== user.role && user.role === 'owner') {
+          problems.push(`${label(index)}role of the account owner cannot be changed`);
+        }
+        if (patch.email !== undefined) {
+          const email = normalizeEmail(patch.email);
+          if (emails.has(email)) problems.push(`${label(index)}email is also given to users[${emails.get(email)}]`);
+          emails.set(email, index);
+        }
+      });
+      if (problems.length) throw new InvalidInputError(problems);
+
+      for (const [index, patch] of patches.entries()) {
+        const user = byId.get(patch.id)!;
+        if (patch.email !== undefined && normalizeEmail(patch.email) !== normalizeEmail(user.email)) {
+          await this.assertEmailFree(patch.email, em, patches.map((p) => p.id), `${label(index)}email`);
+        }
+        if (patch.name !== undefined) user.name = patch.name.trim();
+        if (patch.email !== undefined) user.email = patch.email.trim();
+        if (patch.timeZone !== undefined) user.timeZone = patch.timeZone;
+        if (patch.color !== undefined) user.color = patch.color;
+        if (patch.role !== undefined) user.role = patch.role;
+        if (patch.description !== undefined) user.description = patch.description;
+        if (patch.jobTitle !== undefined) user.jobTitle = patch.jobTitle;
+      }
+      try {
+        await em.flush();
+      } catch (error) {
+        if (isEmailConflict(error)) throw new InvalidInputError('email has already been taken');
+        throw error;
+      }
+      return patches.map((patch) => byId.get(patch.id)!);
+    });
+  }
+
+  async delete(id: string): Promise<void> {
+    policy.assertCanUpdateUsers(this.principal);
+    await this.em.transactional(async (em) => {
+      const user = await this.get(id, em);
+      if (user.role === 'owner') throw new InvalidInputError('The account owner cannot be deleted; transfer ownership first.');
+      const deletedAt = new Date();
+      user.deletedAt = deletedAt;
+      await em.flush();
+      for (const hook of this.deletedHooks) await hook(em, { id: user.id, accountId: this.principal.accountId, deletedAt }, this.principal);
+    });
+  }
+
+  /** Self may edit own profile fields; others, and any role change, need can_update_user. */
+  private assertMayChange(user: User, patch: UserFields): void {
+    if (canUpdateUser(this.principal)) return;
+    if (!policy.isSelf(this.principal, user.id)) {
+      throw new ForbiddenError('Only the user themself or a holder of can_update_user may change this user.');
+    }
+    if (patch.role !== undefined && patch.role !== user.role) throw new ForbiddenError('Changing a role requires the can_update_user permission.');
+    policy.assertCanWrite(this.principal);
+  }
+
+  private async assertEmailFree(email: string, em: EntityManager = this.em, exceptIds: string[] = [], field = 'email'): Promise<void> {
+    const [taken] = await em.execute<{ id: string }[]>(
+      'select id from users where account_id = ? and lower(email) = ? and deleted_at is null limit 1',
+      [this.principal.accountId, normalizeEmail(email)],
+    );
+    if (taken && !exceptIds.includes(taken.id)) throw new InvalidInputError(`${field} has already been taken`);
+  }
+}
+
+/** The first user of a new account; only bootstrap creates owners. */
+export async function createAccountOwner(em: EntityManager, account: Account, fields: { name: string; email: string }): Promise<User> {
+  const problems = validateUserFields(fields, { creating: true });
+  if (problems.length) throw new InvalidInputError(problems);
+  const owner = em.create(User, { account, name: fields.name.trim(), email: fields.email.trim(), timeZone: account.timeZone, color: 'green', role: 'owner' });
+  await em.persist(owner).flush();
+  return owner;
+}

@@ -1,0 +1,60 @@
+import { isUserRole, type UserRole } from '../auth/roles.js';
+
+export interface UserFields {
+  name?: string;
+  email?: string;
+  timeZone?: string;
+  color?: string;
+  role?: UserRole;
+  description?: string | null;
+  jobTitle?: string | null;
+}
+
+// Deliberately the shape the public API accepts: local@domain.tld, no spaces.
+const EMAIL_PATTERN = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
+const TIME_ZONE_PATTERN = /^[A-Za-z][A-Za-z0-9_+\-]*(\/[A-Za-z0-9_+\-]+)*$/;
+
+export function isIanaTimeZone(value: string): boolean {
+  if (!TIME_ZONE_PATTERN.test(value)) return false;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: value });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+/** Problems with the given fields, each naming its field (`prefix` names the element in a bulk update). */
+export function validateUserFields(fields: UserFields, options: { creating: boolean; prefix?: string }): string[] {
+  const problems: string[] = [];
+  const at = (field: string) => `${options.prefix ?? ''}${field}`;
+  const { name, email, timeZone, color, role, description, jobTitle } = fields;
+
+  if (name === undefined) {
+    if (options.creating) problems.push(`${at('name')} is required`);
+  } else if (typeof name !== 'string' || name.trim() === '') problems.push(`${at('name')} must not be empty`);
+  else if (name.trim().length > 100) problems.push(`${at('name')} must be at most 100 characters`);
+
+  if (email === undefined) {
+    if (options.creating) problems.push(`${at('email')} is required`);
+  } else if (typeof email !== 'string' || !EMAIL_PATTERN.test(email.trim())) problems.push(`${at('email')} is not a valid email address`);
+  else if (email.trim().length < 6 || email.trim().length > 100) problems.push(`${at('email')} must be 6 to 100 characters`);
+
+  if (timeZone !== undefined && (typeof timeZone !== 'string' || !isIanaTimeZone(timeZone))) {
+    problems.push(`${at('time_zone')} must be an IANA time zone name such as "America/Lima"`);
+  }
+  if (color !== undefined && (typeof color !== 'string' || color.trim() === '' || color.length > 32)) {
+    problems.push(`${at('color')} must be a color name of at most 32 characters`);
+  }
+  if (role !== undefined && !isUserRole(role)) problems.push(`${at('role')} is not a known role`);
+  if (role === 'owner') problems.push(`${at('role')} owner cannot be assigned through the API`);
+  if (description !== undefined && description !== null && typeof description !== 'string') problems.push(`${at('description')} must be a string or null`);
+  if (jobTitle !== undefined && jobTitle !== null && (typeof jobTitle !== 'string' || jobTitle.length > 100)) {
+    problems.push(`${at('job_title')} must be at most 100 characters`);
+  }
+  return problems;
+}

@@ -1,0 +1,11 @@
+import type { Feature } from '../app/feature.js';
+import { User } from './user.entity.js';
+import { UserResolver } from './user.resolver.js';
+import { userRoutes } from './user.rest.js';
+
+export const usersFeature: Feature = {
+  name: 'users',
+  entities: [User],
+  resolvers: [UserResolver],
+  routes: userRoutes,
+};

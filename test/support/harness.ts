@@ -1,0 +1,127 @@
+import 'reflect-metadata';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import supertest from 'supertest';
+import { createApp, type AppSettings } from '../../src/app/app.js';
+import type { Runtime } from '../../src/app/runtime.js';
+import type { Database } from '../../src/db/database.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { bootstrapAccount } from '../../src/accounts/bootstrap.js';
+import { AccountsService } from '../../src/accounts/accounts.service.js';
+import { Account } from '../../src/accounts/account.entity.js';
+import { User } from '../../src/users/user.entity.js';
+import type { UserRole } from '../../src/auth/roles.js';
+import { openTestDatabase } from './database.js';
+import { assertMatchesReference } from './openapi.js';
+
+export const TEST_SETTINGS: AppSettings = {
+  publicApiUrl: 'https://api.test.example',
+  publicWebUrl: 'https://app.test.example',
+  publicFeedUrl: 'https://feeds.test.example',
+  apiVendor: 'pagerduty',
+  introspection: true,
+  landingPage: false,
+};
+
+export type Credential = { token: string } | { bearer: string } | { header: string } | undefined;
+
+export interface RestCall {
+  key?: Credential;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface TestAccount {
+  id: string;
+  ownerId: string;
+  /** Full-access account key. */
+  key: Credential;
+}
+
+export interface TestUser {
+  id: string;
+  email: string;
+  name: string;
+  key: Credential;
+}
+
+function authorization(credential: Credential): Record<string, string> {
+  if (!credential) return {};
+  if ('token' in credential) return { Authorization: `Token token=${credential.token}` };
+  if ('bearer' in credential) return { Authorization: `Bearer ${credential.bearer}` };
+  return { Authorization: credential.header };
+}
+
+export interface Harness {
+  database: Database;
+  runtime: Runtime;
+  app: Parameters<typeof supertest>[0];
+  logs: string[];
+  /** Every response is checked against the reference OpenAPI document before it is returned. */
+  rest(method: 'get' | 'post' | 'put' | 'delete', path: string, call?: RestCall): Promise<supertest.Response>;
+  graphql<T = any>(query: string, variables?: Record<string, unknown>, key?: Credential): Promise<{ status: number; data?: T; errors?: any[] }>;
+  createAccount(name?: string): Promise<TestAccount>;
+  createUser(account: TestAccount, options?: { role?: UserRole; name?: string; email?: string }): Promise<TestUser>;
+  accountKey(account: TestAccount, options?: { readOnly?: boolean }): Promise<Credential>;
+  close(): Promise<void>;
+}
+
+export async function startHarness(options: { onQuery?: (sql: string) => void } = {}): Promise<Harness> {
+  const database = await openTestDatabase(options);
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(String(chunk));
+      done();
+    },
+  });
+  const logger = createLogger({ logLevel: 'debug' }, sink);
+  const server = await createApp({ settings: TEST_SETTINGS, database, logger, serverSecret: randomBytes(32) });
+  const agent = supertest(server.app);
+
+  const harness: Harness = {
+    database,
+    runtime: server.runtime,
+    app: server.app,
+    logs,
+    async rest(method, path, call = {}) {
+      let request = agent[method](path).set({ Accept: 'application/vnd.pagerduty+json;version=2', ...authorization(call.key), ...call.headers });
+      if (call.body !== undefined) request = typeof call.body === 'string' ? request.set('Content-Type', 'application/json').send(call.body) : request.send(call.body as object);
+      const response = await request;
+      assertMatchesReference(method, path, response.status, response.headers['content-type'], response.status === 204 ? response.text : response.body);
+      return response;
+    },
+    async graphql(query, variables, key) {
+      const response = await agent.post('/graphql').set({ 'Content-Type': 'application/json', ...authorization(key) }).send({ query, variables });
+      return { status: response.status, data: response.body.data, errors: response.body.errors };
+    },
+    async createAccount(name = `Account ${randomUUID().slice(0, 8)}`) {
+      const result = await bootstrapAccount(database.em(), { accountName: name, ownerEmail: `owner-${randomUUID().slice(0, 8)}@example.com`, ownerName: `Owner of ${name}` });
+      return { id: result.account.id, ownerId: result.owner.id, key: { token: result.apiKey } };
+    },
+    async createUser(account, userOptions = {}) {
+      const em = database.em();
+      const suffix = randomUUID().slice(0, 8);
+      const user = em.create(User, {
+        account: em.getReference(Account, account.id),
+        name: userOptions.name ?? `User ${suffix}`,
+        email: userOptions.email ?? `user-${suffix}@example.com`,
+        timeZone: 'Etc/UTC',
+        color: 'green',
+        role: userOptions.role ?? 'user',
+      });
+      await em.persist(user).flush();
+      const key = await new AccountsService(database.em()).createApiKey({ accountId: account.id, userId: user.id });
+      return { id: user.id, email: user.email, name: user.name, key: { token: key.apiKey } };
+    },
+    async accountKey(account, keyOptions = {}) {
+      const key = await new AccountsService(database.em()).createApiKey({ accountId: account.id, readOnly: keyOptions.readOnly });
+      return { token: key.apiKey };
+    },
+    async close() {
+      await server.stop();
+      await database.close();
+    },
+  };
+  return harness;
+}
