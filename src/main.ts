@@ -36,10 +36,16 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    // Keeps the process alive until the database is closed, and bounds how long that may take.
+    const deadline = setTimeout(() => {
+      logger.error('shutdown took longer than 30 s; exiting');
+      process.exit(1);
+    }, 30_000);
     try {
       await server.stop();
+      logger.info('http server stopped');
       await database.close();
-      logger.info('stopped');
+      logger.info('database closed; stopped');
       process.exit(0);
     } catch (error) {
       logger.error({ err: error }, 'unclean shutdown');

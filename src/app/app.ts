@@ -100,12 +100,15 @@ export async function createApp(options: AppOptions): Promise<App> {
   app.use(restRouter(routes, schema, logger));
 
   app.use((_req: Request, res: Response) => sendError(res, 'not_found', 'Not Found', ['No such route.']));
-  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const type = (error as { type?: string }).type;
     if (type === 'entity.parse.failed') return sendError(res, 'invalid_input', 'Invalid Input Provided', ['The request body is not valid JSON.']);
     if (type === 'entity.too.large') return sendError(res, 'invalid_input', 'Invalid Input Provided', ['The request body is larger than 1 MB.']);
     if (type === 'encoding.unsupported' || type === 'charset.unsupported') return sendError(res, 'unsupported_media_type', 'Unsupported Media Type', ['Request bodies must be UTF-8 JSON.']);
     logger.error({ err: error, requestId: res.locals.requestId }, 'unhandled error');
+    if (req.path === '/graphql') {
+      return sendJson(res, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR', apiErrorCode: 2000, requestId: res.locals.requestId } }] });
+    }
     sendError(res, 'internal', 'Internal Server Error', [`Quote request id ${res.locals.requestId} when reporting this error.`]);
   });
 
@@ -114,7 +117,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     httpServer,
     runtime,
     async stop() {
+      logger.debug('stopping Apollo Server and draining HTTP connections');
       await apollo.stop();
+      logger.debug('Apollo Server stopped');
       if (httpServer.listening) await new Promise<void>((resolve) => httpServer.close(() => resolve()));
     },
   };

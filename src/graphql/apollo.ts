@@ -43,6 +43,8 @@ export function createApolloServer(options: ApolloOptions): ApolloServer<Context
     schema: options.schema,
     introspection: options.introspection,
     csrfPrevention: true,
+    // main.ts owns SIGTERM/SIGINT: it drains HTTP, stops Apollo, then closes the database.
+    stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: false,
     formatError: formatGraphQLError,
     plugins: [

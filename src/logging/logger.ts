@@ -16,6 +16,7 @@ export function createLogger(config: Pick<AppConfig, 'logLevel'>, destination?: 
         censor: '[redacted]',
       },
     },
-    destination,
+    // Synchronous by default: the last lines before process.exit (shutdown, fatal start-up errors) must not be lost.
+    destination ?? pino.destination({ dest: 1, sync: true }),
   );
 }

@@ -1,5 +1,4 @@
 import { InvalidInputError, MissingArgumentError } from '../errors/domain-errors.js';
-import { USER_ROLES } from '../auth/roles.js';
 import type { RestRoute } from '../rest/route.js';
 import { operationDocument } from '../rest/route.js';
 import { bodyField, classicPagination, includes, single } from '../rest/params.js';
@@ -13,6 +12,7 @@ import type {
   UpdateUsersMutation,
 } from '../graphql/generated/operations.js';
 import { MAX_USERS_PER_BULK_UPDATE } from './user.service.js';
+import { validateUserFields, type UserFields } from './user.validation.js';
 
 /** Arrays the product holds none of: accepted in include[] and always returned empty. */
 export const USER_INCLUDES = ['contact_methods', 'notification_rules', 'teams', 'subdomains'] as const;
@@ -54,27 +54,27 @@ const WRITABLE_FIELDS = {
   job_title: 'jobTitle',
 } as const;
 
-/** Writable fields of a body's user object, renamed for GraphQL; read-only and unknown fields are ignored. */
-export function userFieldsFromBody(raw: unknown, where: string): Record<string, unknown> {
+/**
+ * Writable fields of a body's user object, checked with the REST field names and renamed for
+ * GraphQL; read-only and unknown fields are ignored.
+ */
+export function userFieldsFromBody(raw: unknown, where: string, options: { creating: boolean }): Record<string, unknown> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidInputError(`${where} must be a JSON object`);
   const body = raw as Record<string, unknown>;
   if (body.type !== undefined && body.type !== 'user') {
     throw new InvalidInputError(`${where}.type must be "user" (got ${JSON.stringify(body.type)})`);
   }
-  const fields: Record<string, unknown> = {};
-  for (const [restName, graphqlName] of Object.entries(WRITABLE_FIELDS)) {
-    if (!(restName in body)) continue;
-    const value = body[restName];
-    if (restName === 'role') {
-      if (typeof value !== 'string' || !(USER_ROLES as readonly string[]).includes(value)) {
-        throw new InvalidInputError(`${where}.role must be one of ${USER_ROLES.join(', ')}`);
-      }
-      fields.role = value.toUpperCase();
-    } else {
-      fields[graphqlName] = value;
-    }
+  if (options.creating) {
+    const missing = ['name', 'email'].filter((field) => body[field] === undefined || body[field] === null);
+    if (missing.length) throw new MissingArgumentError(missing.map((field) => `${where}.${field} is required`));
   }
-  return fields;
+  const fields: UserFields = {};
+  for (const [restName, graphqlName] of Object.entries(WRITABLE_FIELDS)) {
+    if (restName in body) (fields as Record<string, unknown>)[graphqlName] = body[restName];
+  }
+  const problems = validateUserFields(fields, { creating: options.creating, prefix: `${where}.` });
+  if (problems.length) throw new InvalidInputError(problems);
+  return { ...fields, ...(fields.role !== undefined ? { role: fields.role.toUpperCase() } : {}) };
 }
 
 export const userRoutes: RestRoute[] = [
@@ -125,14 +125,14 @@ export const userRoutes: RestRoute[] = [
     method: 'post',
     path: '/users',
     operation: document('./operations/create-user.graphql'),
-    variables: ({ body }) => ({ input: userFieldsFromBody(bodyField(body, 'user'), 'user') }),
+    variables: ({ body }) => ({ input: userFieldsFromBody(bodyField(body, 'user'), 'user', { creating: true }) }),
     respond: (data: CreateUserMutation) => ({ status: 201, body: { user: presentUser(data.createUser.user) } }),
   } satisfies RestRoute<CreateUserMutation>,
   {
     method: 'put',
     path: '/users/:id',
     operation: document('./operations/update-user.graphql'),
-    variables: ({ params, body }) => ({ input: { ...userFieldsFromBody(bodyField(body, 'user'), 'user'), id: params.id } }),
+    variables: ({ params, body }) => ({ input: { ...userFieldsFromBody(bodyField(body, 'user'), 'user', { creating: false }), id: params.id } }),
     respond: (data: UpdateUserMutation) => ({ status: 200, body: { user: presentUser(data.updateUser.user) } }),
   } satisfies RestRoute<UpdateUserMutation>,
   {
@@ -148,7 +148,7 @@ export const userRoutes: RestRoute[] = [
       return {
         input: {
           users: users.map((element: unknown, index) => {
-            const fields = userFieldsFromBody(element, `users[${index}]`);
+            const fields = userFieldsFromBody(element, `users[${index}]`, { creating: false });
             const id = (element as { id?: unknown }).id;
             if (typeof id !== 'string' || id === '') throw new MissingArgumentError(`users[${index}].id is required`);
             return { ...fields, id };

@@ -4,7 +4,7 @@ import { Account } from '../accounts/account.entity.js';
 import { canUpdateUser, isUserPrincipal, type Principal } from '../auth/principal.js';
 import { policy } from '../auth/policy.js';
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
-import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
+import { PUBLIC_ID_PATTERN, newPublicId } from '../db/public-id.js';
 import { User } from './user.entity.js';
 import type { UserDeletedHook } from './user-lifecycle.js';
 import { normalizeEmail, validateUserFields, type UserFields } from './user.validation.js';
@@ -41,6 +41,7 @@ export class UsersService {
     private readonly em: EntityManager,
     private readonly principal: Principal,
     private readonly deletedHooks: readonly UserDeletedHook[] = [],
+    private readonly newId: () => string = newPublicId,
   ) {}
 
   private liveUserFilter(id: string): FilterQuery<User> {
@@ -91,13 +92,14 @@ export class UsersService {
     const problems = validateUserFields(fields, { creating: true });
     if (problems.length) throw new InvalidInputError(problems);
     await this.assertEmailFree(fields.email!);
-    const account = await this.em.findOneOrFail(Account, { id: this.principal.accountId });
+    const { timeZone: accountTimeZone } = await this.em.findOneOrFail(Account, { id: this.principal.accountId });
     for (let attempt = 0; ; attempt++) {
       const user = this.em.create(User, {
-        account,
+        id: this.newId(),
+        account: this.em.getReference(Account, this.principal.accountId),
         name: fields.name!.trim(),
         email: fields.email!.trim(),
-        timeZone: fields.timeZone ?? account.timeZone,
+        timeZone: fields.timeZone ?? accountTimeZone,
         color: fields.color ?? COLORS[Math.floor(Math.random() * COLORS.length)]!,
         role: fields.role ?? 'user',
         description: fields.description ?? null,

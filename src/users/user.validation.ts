@@ -1,4 +1,4 @@
-import { isUserRole, type UserRole } from '../auth/roles.js';
+import { USER_ROLES, isUserRole, type UserRole } from '../auth/roles.js';
 
 export interface UserFields {
   name?: string;
@@ -50,7 +50,7 @@ export function validateUserFields(fields: UserFields, options: { creating: bool
   if (color !== undefined && (typeof color !== 'string' || color.trim() === '' || color.length > 32)) {
     problems.push(`${at('color')} must be a color name of at most 32 characters`);
   }
-  if (role !== undefined && !isUserRole(role)) problems.push(`${at('role')} is not a known role`);
+  if (role !== undefined && !isUserRole(role)) problems.push(`${at('role')} must be one of ${USER_ROLES.join(', ')}`);
   if (role === 'owner') problems.push(`${at('role')} owner cannot be assigned through the API`);
   if (description !== undefined && description !== null && typeof description !== 'string') problems.push(`${at('description')} must be a string or null`);
   if (jobTitle !== undefined && jobTitle !== null && (typeof jobTitle !== 'string' || jobTitle.length > 100)) {

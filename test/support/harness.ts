@@ -86,7 +86,10 @@ export async function startHarness(options: { onQuery?: (sql: string) => void } 
     logs,
     async rest(method, path, call = {}) {
       let request = agent[method](path).set({ Accept: 'application/vnd.pagerduty+json;version=2', ...authorization(call.key), ...call.headers });
-      if (call.body !== undefined) request = typeof call.body === 'string' ? request.set('Content-Type', 'application/json').send(call.body) : request.send(call.body as object);
+      if (call.body !== undefined) {
+        if (typeof call.body === 'string' && !call.headers?.['Content-Type']) request = request.set('Content-Type', 'application/json');
+        request = request.send(call.body as object);
+      }
       const response = await request;
       assertMatchesReference(method, path, response.status, response.headers['content-type'], response.status === 204 ? response.text : response.body);
       return response;

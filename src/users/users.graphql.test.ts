@@ -1,0 +1,123 @@
+import { startHarness, type Harness } from '../../test/support/harness.js';
+import { UsersService } from './user.service.js';
+import { User } from './user.entity.js';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const USER_FIELDS = 'id name email timeZone color role avatarUrl description invitationSent jobTitle createdViaSso self htmlUrl';
+
+test('the same user reads the same through both faces', async () => {
+  const account = await h.createAccount();
+  const created = await h.rest('post', '/users', { key: account.key, body: { user: { name: 'Both Faces', email: 'both@example.com', time_zone: 'Europe/Paris', role: 'observer', job_title: 'Watcher', description: 'bio' } } });
+  const rest = created.body.user;
+  const graphql = await h.graphql(`query($id: ID!) { user(id: $id) { ${USER_FIELDS} } }`, { id: rest.id }, account.key);
+  expect(graphql.errors).toBeUndefined();
+  const user = graphql.data.user;
+  expect({
+    id: user.id, name: user.name, email: user.email, time_zone: user.timeZone, color: user.color, role: user.role.toLowerCase(),
+    avatar_url: user.avatarUrl, description: user.description, invitation_sent: user.invitationSent, job_title: user.jobTitle,
+    created_via_sso: user.createdViaSso, self: user.self, html_url: user.htmlUrl,
+  }).toEqual({
+    id: rest.id, name: rest.name, email: rest.email, time_zone: rest.time_zone, color: rest.color, role: rest.role,
+    avatar_url: rest.avatar_url, description: rest.description, invitation_sent: rest.invitation_sent, job_title: rest.job_title,
+    created_via_sso: rest.created_via_sso, self: rest.self, html_url: rest.html_url,
+  });
+});
+
+test('users connection: cursor pages cover every user once, in order, with totalCount', async () => {
+  const account = await h.createAccount();
+  for (let i = 0; i < 7; i++) await h.createUser(account, { name: `Paged ${String.fromCharCode(71 - i)}` });
+  const query = `query($after: String) { users(first: 3, after: $after, query: "paged") { totalCount nodes { id name } pageInfo { hasNextPage endCursor } } }`;
+  const seen: string[] = [];
+  let after: string | null = null;
+  for (let page = 0; page < 5; page++) {
+    const result: any = await h.graphql(query, { after }, account.key);
+    expect(result.errors).toBeUndefined();
+    expect(result.data.users.totalCount).toBe(7);
+    seen.push(...result.data.users.nodes.map((node: { name: string }) => node.name));
+    if (!result.data.users.pageInfo.hasNextPage) break;
+    after = result.data.users.pageInfo.endCursor;
+  }
+  expect(seen).toEqual(['Paged A', 'Paged B', 'Paged C', 'Paged D', 'Paged E', 'Paged F', 'Paged G']);
+});
+
+test('a forged cursor is BAD_USER_INPUT', async () => {
+  const account = await h.createAccount();
+  const first = await h.graphql('{ users(first: 1) { pageInfo { endCursor } } }', {}, account.key);
+  const cursor: string = first.data.users.pageInfo.endCursor;
+  const [body, signature] = cursor.split('.');
+  const payload = JSON.parse(Buffer.from(body!, 'base64url').toString());
+  const forged = `${Buffer.from(JSON.stringify({ ...payload, n: '' })).toString('base64url')}.${signature}`;
+  const result = await h.graphql('query($after: String) { users(first: 1, after: $after) { nodes { id } } }', { after: forged }, account.key);
+  expect(result.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', apiErrorCode: 2001 });
+});
+
+test('errors carry extensions.code and apiErrorCode', async () => {
+  const account = await h.createAccount();
+  const unauthenticated = await h.graphql('{ users { totalCount } }');
+  expect(unauthenticated.errors?.[0].extensions).toMatchObject({ code: 'UNAUTHENTICATED', apiErrorCode: 2006 });
+  const notFound = await h.graphql('{ user(id: "PNOPE00") { id } }', {}, account.key);
+  expect(notFound.errors?.[0].extensions).toMatchObject({ code: 'NOT_FOUND', apiErrorCode: 2100 });
+  const viewer = await h.graphql('{ viewer { id } }', {}, account.key);
+  expect(viewer.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', apiErrorCode: 2001 });
+  const badEmail = await h.graphql('mutation { createUser(input: { name: "X", email: "nope" }) { user { id } } }', {}, account.key);
+  expect(badEmail.errors?.[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+  expect(badEmail.errors?.[0].extensions?.apiErrorCode).toBe(2001);
+  const readOnly = await h.accountKey(account, { readOnly: true });
+  const denied = await h.graphql('mutation { createUser(input: { name: "X", email: "x@example.com" }) { user { id } } }', {}, readOnly);
+  expect(denied.errors?.[0].extensions).toMatchObject({ code: 'FORBIDDEN', apiErrorCode: 2010 });
+  const tooMany = await h.graphql('{ users(first: 101) { totalCount } }', {}, account.key);
+  expect(tooMany.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT' });
+});
+
+test('updateUsers is all or nothing through GraphQL too', async () => {
+  const account = await h.createAccount();
+  const a = await h.createUser(account, { name: 'Keep A' });
+  const b = await h.createUser(account, { name: 'Keep B' });
+  const result = await h.graphql(
+    'mutation($input: UpdateUsersInput!) { updateUsers(input: $input) { users { id } } }',
+    { input: { users: [{ id: a.id, name: 'Changed A' }, { id: b.id, name: '' }] } },
+    account.key,
+  );
+  expect(result.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+  expect(result.errors?.[0].message).toContain('users[1].name');
+  const names = (await h.database.em().find(User, { id: [a.id, b.id] })).map((user) => user.name).sort();
+  expect(names).toEqual(['Keep A', 'Keep B']);
+});
+
+test('deleteUser returns the id and leaves a tombstone', async () => {
+  const account = await h.createAccount();
+  const user = await h.createUser(account);
+  const result = await h.graphql('mutation($id: ID!) { deleteUser(input: { id: $id }) { deletedUserId } }', { id: user.id }, account.key);
+  expect(result.data?.deleteUser.deletedUserId).toBe(user.id);
+  const tombstone = await h.database.em().findOne(User, { id: user.id });
+  expect(tombstone?.deletedAt).toBeInstanceOf(Date);
+});
+
+test('a deleted user\'s id is never issued again: a collision with the tombstone draws a new id', async () => {
+  const account = await h.createAccount();
+  const deleted = await h.createUser(account);
+  await h.rest('delete', `/users/${deleted.id}`, { key: account.key });
+  const ids = [deleted.id, 'PFRESH1'];
+  const principal = { kind: 'account_key' as const, accountId: account.id, credentialId: 'test', readOnly: false, rateLimitKey: 'test' };
+  const service = new UsersService(h.database.em(), principal, [], () => ids.shift()!);
+  const created = await service.create({ name: 'Newcomer', email: 'newcomer@example.com' });
+  expect(created.id).toBe('PFRESH1');
+  const tombstone = await h.database.em().findOne(User, { id: deleted.id });
+  expect(tombstone?.name).toBe(deleted.name);
+  expect(tombstone?.deletedAt).toBeInstanceOf(Date);
+});
+
+test('GraphQL over GET is refused without a CSRF-safe header, and introspection works', async () => {
+  const agent = (await import('supertest')).default(h.app);
+  const csrf = await agent.get('/graphql?query=%7B__typename%7D').set('Accept', 'application/json');
+  expect(csrf.status).toBe(400);
+  const introspection = await h.graphql('{ __schema { queryType { name } } }');
+  expect(introspection.data.__schema.queryType.name).toBe('Query');
+});
