@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { AccountsService } from '../../accounts/accounts.service.js';
 import { newPublicId } from '../../db/public-id.js';
+import { SubscribablesService } from '../../notification-subscriptions/subscribables.service.js';
 import { positiveInteger, requireOption, type CliCommand } from '../command.js';
 
 const FIRST = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Donald', 'Margaret', 'Ken', 'Radia', 'Linus', 'Frances', 'John', 'Katherine', 'Dennis', 'Shafi', 'Leslie'];
@@ -34,7 +35,7 @@ export const seedCommand: CliCommand = {
       }
       const result = await em.execute<{ affectedRows?: number }>(
         `insert into users (id, account_id, name, email, time_zone, color, role)
-         select id, ?, name, email, 'Etc/UTC', 'green', 'user' from unnest(?::text[], ?::text[], ?::text[]) as t(id, name, email)
+         select id, ?, name, email, 'Etc/UTC', 'green', 'user' from unnest(array[?]::text[], array[?]::text[], array[?]::text[]) as t(id, name, email)
          on conflict do nothing`,
         [accountId, ids, names, emails],
         'run',
@@ -42,7 +43,8 @@ export const seedCommand: CliCommand = {
       created += result.affectedRows ?? size;
       if (wanted >= BATCH * 4) io.info(`seeded ${created}/${wanted} users`);
     }
-    return { account: { id: accountId }, users_created: created };
+    const subscribables = await new SubscribablesService(database.em()).addDemoEntities(accountId);
+    return { account: { id: accountId }, users_created: created, subscribables: subscribables.length };
   },
-  human: (result) => `Seeded ${String(result.users_created)} users.`,
+  human: (result) => `Seeded ${String(result.users_created)} users and ${String(result.subscribables)} subscribable entities.`,
 };

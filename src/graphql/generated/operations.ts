@@ -23,6 +23,13 @@ export type Scalars = {
   URL: { input: string; output: string; }
 };
 
+/** Subscribes a user to 1 to 100 distinct entities, in one transaction. */
+export type CreateNotificationSubscriptionsInput = {
+  /** 1 to 100 entities, none twice. */
+  subscribables: Array<NotificationSubscribableInput>;
+  userId: Scalars['ID']['input'];
+};
+
 /** A new user. `role` defaults to USER; OWNER cannot be assigned. */
 export type CreateUserInput = {
   color: InputMaybe<Scalars['String']['input']>;
@@ -40,6 +47,38 @@ export type CreateUserInput = {
 
 export type DeleteUserInput = {
   id: Scalars['ID']['input'];
+};
+
+/** An entity to subscribe to or unsubscribe from, named by its type and public id. */
+export type NotificationSubscribableInput = {
+  /** The entity's public id (e.g. "PD1234"); at most 255 characters. */
+  subscribableId: Scalars['String']['input'];
+  subscribableType: NotificationSubscribableType;
+};
+
+/** The kind of entity a user may subscribe to. */
+export type NotificationSubscribableType =
+  | 'BUSINESS_SERVICE'
+  | 'INCIDENT';
+
+/** The kind of subscriber; users are the only subscribers for now. */
+export type NotificationSubscriberType =
+  | 'USER';
+
+/** What a subscribe call did for one entity. */
+export type NotificationSubscriptionResult =
+  /** The user was already subscribed; nothing changed. */
+  | 'DUPLICATE'
+  /** The subscription was created. */
+  | 'SUCCESS'
+  /** The entity is not one of the caller's account (unknown to its registry); nothing changed. */
+  | 'UNAUTHORIZED';
+
+/** Unsubscribes a user from 1 to 100 distinct entities, in one transaction. */
+export type RemoveNotificationSubscriptionsInput = {
+  /** 1 to 100 entities, none twice. */
+  subscribables: Array<NotificationSubscribableInput>;
+  userId: Scalars['ID']['input'];
 };
 
 /** Changes to one user: only the fields given change. */
@@ -71,6 +110,30 @@ export type UserRole =
   | 'READ_ONLY_USER'
   | 'RESTRICTED_ACCESS'
   | 'USER';
+
+export type CreateNotificationSubscriptionsMutationVariables = Exact<{
+  input: CreateNotificationSubscriptionsInput;
+}>;
+
+
+export type CreateNotificationSubscriptionsMutation = { createNotificationSubscriptions: { subscriptions: Array<{ subscriberId: string, subscriberType: NotificationSubscriberType, subscribableId: string, subscribableType: NotificationSubscribableType, accountId: string, result: NotificationSubscriptionResult }> } };
+
+export type ListNotificationSubscriptionsQueryVariables = Exact<{
+  userId: Scalars['ID']['input'];
+  first: Scalars['Int']['input'];
+  offset: Scalars['Int']['input'];
+  withTotal: Scalars['Boolean']['input'];
+}>;
+
+
+export type ListNotificationSubscriptionsQuery = { notificationSubscriptions: { totalCount?: number, nodes: Array<{ subscriberId: string, subscriberType: NotificationSubscriberType, subscribableId: string, subscribableType: NotificationSubscribableType, subscribableName: string | null, accountId: string }>, pageInfo: { hasNextPage: boolean } } };
+
+export type RemoveNotificationSubscriptionsMutationVariables = Exact<{
+  input: RemoveNotificationSubscriptionsInput;
+}>;
+
+
+export type RemoveNotificationSubscriptionsMutation = { removeNotificationSubscriptions: { deletedCount: number, unauthorizedCount: number, nonExistentCount: number } };
 
 export type CreateUserMutationVariables = Exact<{
   input: CreateUserInput;

@@ -1,0 +1,18 @@
+import type { Feature } from '../app/feature.js';
+import { NotificationSubscription } from './notification-subscription.entity.js';
+import {
+  NotificationSubscriptionFieldsResolver,
+  NotificationSubscriptionsResolver,
+  UserNotificationSubscriptionsResolver,
+} from './notification-subscription.resolver.js';
+import { notificationSubscriptionRoutes } from './notification-subscription.rest.js';
+import { removeSubscriptionsOfUser } from './notification-subscriptions.service.js';
+import { Subscribable } from './subscribable.entity.js';
+
+export const notificationSubscriptionsFeature: Feature = {
+  name: 'notification-subscriptions',
+  entities: [Subscribable, NotificationSubscription],
+  resolvers: [NotificationSubscriptionsResolver, UserNotificationSubscriptionsResolver, NotificationSubscriptionFieldsResolver],
+  routes: notificationSubscriptionRoutes,
+  onUserDeleted: (em, user) => removeSubscriptionsOfUser(em, user.id),
+};

@@ -1,0 +1,217 @@
+import type { EntityManager } from '@mikro-orm/sql';
+import type { Principal } from '../auth/principal.js';
+import { policy } from '../auth/policy.js';
+import { NotFoundError, UnprocessableError } from '../errors/domain-errors.js';
+import type { User } from '../users/user.entity.js';
+import { UsersService } from '../users/user.service.js';
+import { NotificationSubscription } from './notification-subscription.entity.js';
+import { MAX_SUBSCRIBABLE_FIELD_LENGTH, SUBSCRIBABLE_TYPES, isSubscribableType, type SubscribableType } from './subscribable.entity.js';
+
+export const MAX_SUBSCRIBABLES_PER_CALL = 100;
+export const MAX_SUBSCRIPTIONS_PAGE_SIZE = 100;
+
+/** A subscribable entity as a caller names it: its type and the public id. */
+export interface SubscribableRef {
+  subscribableType: SubscribableType;
+  subscribableId: string;
+}
+
+export type SubscriptionResult = 'success' | 'duplicate' | 'unauthorized';
+
+/** One element of a subscribe call's answer, in request order. */
+export interface SubscriptionAttempt {
+  subscriberId: string;
+  subscriberType: 'user';
+  subscribableId: string;
+  subscribableType: SubscribableType;
+  accountId: string;
+  result: SubscriptionResult;
+}
+
+export interface RemovalCounts {
+  /** Subscriptions removed. */
+  deletedCount: number;
+  /** Entities that are not in the caller's account (unknown to its registry). */
+  unauthorizedCount: number;
+  /** Entities of the account the user was not subscribed to. */
+  nonExistentCount: number;
+}
+
+export interface SubscriptionListOptions {
+  first: number;
+  offset?: number;
+  /** Subscriptions after this id (keyset paging). */
+  afterId?: string;
+}
+
+export interface SubscriptionPage {
+  items: NotificationSubscription[];
+  hasNextPage: boolean;
+  countTotal: () => Promise<number>;
+}
+
+const refKey = (ref: SubscribableRef) => `${ref.subscribableType}\u0000${ref.subscribableId}`;
+
+/**
+ * The payload rules of both write operations (SPEC section 7): 1 to 100 entities, each with a
+ * known type and a non-empty id, none twice. A violation is 422 and nothing is written.
+ */
+export function validateSubscribables(items: readonly SubscribableRef[]): void {
+  if (items.length < 1 || items.length > MAX_SUBSCRIBABLES_PER_CALL) {
+    throw new UnprocessableError(`subscribables must hold 1 to ${MAX_SUBSCRIBABLES_PER_CALL} elements (got ${items.length})`);
+  }
+  const problems: string[] = [];
+  const seen = new Map<string, number>();
+  items.forEach((item, index) => {
+    if (!isSubscribableType(item.subscribableType)) problems.push(`subscribables[${index}].subscribable_type must be one of ${SUBSCRIBABLE_TYPES.join(', ')}`);
+    if (typeof item.subscribableId !== 'string' || item.subscribableId.trim() === '') {
+      problems.push(`subscribables[${index}].subscribable_id must be a non-empty string`);
+      return;
+    }
+    if (item.subscribableId.length > MAX_SUBSCRIBABLE_FIELD_LENGTH) problems.push(`subscribables[${index}].subscribable_id must be at most ${MAX_SUBSCRIBABLE_FIELD_LENGTH} characters`);
+    const key = refKey(item);
+    const first = seen.get(key);
+    if (first !== undefined) problems.push(`subscribables[${index}] repeats subscribables[${first}] (${item.subscribableType} ${item.subscribableId})`);
+    else seen.set(key, index);
+  });
+  if (problems.length) throw new UnprocessableError(problems);
+}
+
+/** A user's notification subscriptions; every operation is for the user themself or a holder of can_update_user. */
+export class NotificationSubscriptionsService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly principal: Principal,
+  ) {}
+
+  /** The target user (404 for unknown, deleted or another account's), once the caller may act for them. */
+  private async subscriber(userId: string, options: { write: boolean }): Promise<User> {
+    const user = await new UsersService(this.em, this.principal).get(userId);
+    policy.assertSelfOrUserManager(this.principal, user.id);
+    if (options.write) policy.assertCanWrite(this.principal);
+    return user;
+  }
+
+  /** Takes the user's subscription lock, then makes sure the user was not deleted meanwhile. */
+  private async lockLiveSubscriber(em: EntityManager, userId: string): Promise<void> {
+    await lockSubscriptionsOf(em, userId);
+    const [live] = await em.execute<{ id: string }[]>('select id from users where id = ? and deleted_at is null', [userId]);
+    if (!live) throw new NotFoundError('user');
+  }
+
+  /**
+   * The registry's internal ids of the given entities that belong to the caller's account, by ref key.
+   * (em.execute inlines parameters as escaped literals and spreads an array into a list: hence `array[?]`.)
+   */
+  private async resolve(em: EntityManager, items: readonly SubscribableRef[]): Promise<Map<string, string>> {
+    const rows = await em.execute<{ id: string; type: SubscribableType; public_id: string }[]>(
+      `select s.id, s.type, s.public_id
+         from subscribables s
+         join unnest(array[?]::text[], array[?]::text[]) as wanted (type, public_id) on s.type = wanted.type and s.public_id = wanted.public_id
+        where s.account_id = ?`,
+      [items.map((item) => item.subscribableType), items.map((item) => item.subscribableId), this.principal.accountId],
+    );
+    return new Map(rows.map((row) => [refKey({ subscribableType: row.type, subscribableId: row.public_id }), row.id]));
+  }
+
+  /**
+   * Subscribes the user to each entity, in one transaction. The unique index decides between
+   * `success` and `duplicate` (INSERT ... ON CONFLICT DO NOTHING RETURNING), so concurrent
+   * identical calls create exactly one subscription.
+   */
+  async subscribe(userId: string, items: readonly SubscribableRef[]): Promise<SubscriptionAttempt[]> {
+    const user = await this.subscriber(userId, { write: true });
+    validateSubscribables(items);
+    const accountId = this.principal.accountId;
+    return this.em.transactional(async (em) => {
+      await this.lockLiveSubscriber(em, user.id);
+      const known = await this.resolve(em, items);
+      const ids = items.map((item) => known.get(refKey(item))).filter((id): id is string => id !== undefined);
+      const created = new Set<string>();
+      if (ids.length) {
+        const rows = await em.execute<{ subscribable_id: string }[]>(
+          `insert into notification_subscriptions (account_id, user_id, subscribable_id)
+           select ?, ?, wanted.id from unnest(array[?]::uuid[]) with ordinality as wanted (id, position) order by wanted.position
+           on conflict (user_id, subscribable_id) do nothing
+           returning subscribable_id`,
+          [accountId, user.id, ids],
+        );
+        for (const row of rows) created.add(row.subscribable_id);
+      }
+      return items.map((item): SubscriptionAttempt => {
+        const id = known.get(refKey(item));
+        return {
+          subscriberId: user.id,
+          subscriberType: 'user',
+          subscribableId: item.subscribableId,
+          subscribableType: item.subscribableType,
+          accountId,
+          result: id === undefined ? 'unauthorized' : created.has(id) ? 'success' : 'duplicate',
+        };
+      });
+    });
+  }
+
+  /** Removes the user's subscriptions to the given entities, in one transaction, and counts what happened to each. */
+  async unsubscribe(userId: string, items: readonly SubscribableRef[]): Promise<RemovalCounts> {
+    const user = await this.subscriber(userId, { write: true });
+    validateSubscribables(items);
+    return this.em.transactional(async (em) => {
+      await this.lockLiveSubscriber(em, user.id);
+      const known = await this.resolve(em, items);
+      const ids = [...known.values()];
+      let deletedCount = 0;
+      if (ids.length) {
+        const rows = await em.execute<{ id: string }[]>(
+          'delete from notification_subscriptions where user_id = ? and subscribable_id = any(array[?]::uuid[]) returning id',
+          [user.id, ids],
+        );
+        deletedCount = rows.length;
+      }
+      return { deletedCount, unauthorizedCount: items.length - ids.length, nonExistentCount: ids.length - deletedCount };
+    });
+  }
+
+  /** A page of the user's subscriptions in subscription order, with each entity loaded by a join. */
+  async list(userId: string, options: SubscriptionListOptions): Promise<SubscriptionPage> {
+    return this.listFor(await this.subscriber(userId, { write: false }), options);
+  }
+
+  /** As `list`, for a user already loaded (the `User.notificationSubscriptions` field). */
+  async listFor(user: Pick<User, 'id'>, options: SubscriptionListOptions): Promise<SubscriptionPage> {
+    policy.assertSelfOrUserManager(this.principal, user.id);
+    const where = { userId: user.id, account: this.principal.accountId };
+    const rows = await this.em.find(
+      NotificationSubscription,
+      options.afterId ? { ...where, id: { $gt: options.afterId } } : where,
+      {
+        populate: ['subscribable'],
+        strategy: 'joined',
+        orderBy: { id: 'asc' },
+        limit: options.first + 1,
+        offset: options.afterId ? 0 : options.offset ?? 0,
+      },
+    );
+    return {
+      items: rows.slice(0, options.first),
+      hasNextPage: rows.length > options.first,
+      countTotal: () => this.em.count(NotificationSubscription, where),
+    };
+  }
+}
+
+/**
+ * Serializes one user's subscription writes until the transaction ends. Concurrent calls naming
+ * the same entities in different orders would otherwise take index locks in opposite orders and
+ * deadlock, and a subscribe racing the user's deletion could leave a subscription behind. The
+ * unique index, not this lock, decides between success and duplicate.
+ */
+async function lockSubscriptionsOf(em: EntityManager, userId: string): Promise<void> {
+  await em.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`notification_subscriptions:${userId}`]);
+}
+
+/** Runs inside the transaction that deletes the user. */
+export async function removeSubscriptionsOfUser(em: EntityManager, userId: string): Promise<void> {
+  await lockSubscriptionsOf(em, userId);
+  await em.nativeDelete(NotificationSubscription, { userId });
+}
