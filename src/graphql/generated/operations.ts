@@ -38,9 +38,27 @@ export type CreateUserInput = {
   timeZone: InputMaybe<Scalars['TimeZone']['input']>;
 };
 
+/** Signs a user out of apps: revokes every ISSUED delegation of the user of these types. */
+export type DeleteOAuthDelegationsInput = {
+  /** MOBILE (sign out of the mobile app) and/or WEB (sign out of the web app); INTEGRATION is refused. */
+  types: Array<OAuthDelegationType>;
+  userId: Scalars['ID']['input'];
+};
+
 export type DeleteUserInput = {
   id: Scalars['ID']['input'];
 };
+
+/** An issued delegation's token works until it expires; a revoked one's never again. */
+export type OAuthDelegationStatus =
+  | 'ISSUED'
+  | 'REVOKED';
+
+/** What the delegation authorizes: a web app session, the mobile app, or an integration (chat or third-party app). */
+export type OAuthDelegationType =
+  | 'INTEGRATION'
+  | 'MOBILE'
+  | 'WEB';
 
 /** Changes to one user: only the fields given change. */
 export type UpdateUserInput = {
@@ -71,6 +89,41 @@ export type UserRole =
   | 'READ_ONLY_USER'
   | 'RESTRICTED_ACCESS'
   | 'USER';
+
+export type DeleteOAuthDelegationsMutationVariables = Exact<{
+  input: DeleteOAuthDelegationsInput;
+}>;
+
+
+export type DeleteOAuthDelegationsMutation = { deleteOAuthDelegations: { revokedCount: number } };
+
+export type ListUserOAuthDelegationsQueryVariables = Exact<{
+  userId: Scalars['ID']['input'];
+  types: InputMaybe<Array<OAuthDelegationType> | OAuthDelegationType>;
+  statuses: InputMaybe<Array<OAuthDelegationStatus> | OAuthDelegationStatus>;
+  first: Scalars['Int']['input'];
+  after: InputMaybe<Scalars['String']['input']>;
+}>;
+
+
+export type ListUserOAuthDelegationsQuery = { oauthDelegations: { nodes: Array<{ id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+
+export type RestOAuthDelegationFieldsFragment = { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string };
+
+export type OAuthDelegationRevocationRequestsStatusQueryVariables = Exact<{
+  requestedAtEnd: InputMaybe<Scalars['DateTime']['input']>;
+}>;
+
+
+export type OAuthDelegationRevocationRequestsStatusQuery = { oauthDelegationRevocationRequestsStatus: { pendingCount: number, requestedAtEnd: string } };
+
+export type ShowUserOAuthDelegationQueryVariables = Exact<{
+  userId: Scalars['ID']['input'];
+  id: Scalars['ID']['input'];
+}>;
+
+
+export type ShowUserOAuthDelegationQuery = { oauthDelegation: { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string } };
 
 export type CreateUserMutationVariables = Exact<{
   input: CreateUserInput;
