@@ -10,8 +10,9 @@ import { UsageError, type CliCommand } from './command.js';
 import { bootstrapCommand, createApiKeyCommand, migrateCommand } from './commands/accounts.commands.js';
 import { seedCommand } from './commands/seed.command.js';
 import { addSubscribableCommand } from './commands/notification-subscriptions.commands.js';
+import { createDelegationCommand } from './commands/oauth-delegations.commands.js';
 
-const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, addSubscribableCommand];
+const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addSubscribableCommand];
 
 function usage(): string {
   return `Usage:\n${commands.map((command) => `  ${command.usage}`).join('\n')}\n\nReads DATABASE_URL and DATA_DIR like the server. With --json, stdout holds exactly one JSON object.`;

@@ -1,4 +1,4 @@
-import { pino, type Logger, type DestinationStream } from 'pino';
+import { destination as pinoDestination, pino, type Logger, type DestinationStream } from 'pino';
 import type { AppConfig } from '../config/config.js';
 
 export type { Logger };
@@ -17,6 +17,6 @@ export function createLogger(config: Pick<AppConfig, 'logLevel'>, destination?: 
       },
     },
     // Synchronous by default: the last lines before process.exit (shutdown, fatal start-up errors) must not be lost.
-    destination ?? pino.destination({ dest: 1, sync: true }),
+    destination ?? pinoDestination({ dest: 1, sync: true }),
   );
 }

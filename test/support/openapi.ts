@@ -42,6 +42,17 @@ export function assertMatchesSchema(ref: string, body: unknown, what: string): v
   }
 }
 
+const REVOCATION_STATUS_SCHEMA = {
+  type: 'object',
+  required: ['pending_count', 'requested_at_end'],
+  properties: { pending_count: { type: 'integer', minimum: 0 }, requested_at_end: { type: 'string', format: 'date-time' } },
+};
+
+function assertMatchesInlineSchema(schema: object, body: unknown, what: string): void {
+  const validate = ajv.compile(schema);
+  if (!validate(body)) throw new Error(`${what} does not match:\n${ajv.errorsText(validate.errors, { separator: '\n' })}\nbody: ${JSON.stringify(body, null, 2).slice(0, 2000)}`);
+}
+
 function findTemplate(method: string, actualPath: string): string | undefined {
   const candidates = Object.keys(reference.paths).filter((template) => reference.paths[template]![method]);
   const exact = candidates.find((template) => template === actualPath);
@@ -64,6 +75,11 @@ const DECIDED: Record<string, (status: number, body: any) => void> = {
   'get /users/{id}/oauth_delegations/{delegation_id}': (status, body) => {
     if (status !== 200) return;
     assertMatchesSchema(OAUTH_DELEGATION_SCHEMA, body?.oauth_delegation, 'oauth_delegation');
+  },
+  // The reference documents no 200 for this deprecated operation; SPEC section 6 decides its body.
+  'get /oauth_delegations/revocation_requests/status': (status, body) => {
+    if (status !== 200) return;
+    assertMatchesInlineSchema(REVOCATION_STATUS_SCHEMA, body, 'revocation requests status');
   },
 };
 

@@ -45,6 +45,13 @@ export type CreateUserInput = {
   timeZone: InputMaybe<Scalars['TimeZone']['input']>;
 };
 
+/** Signs a user out of apps: revokes every ISSUED delegation of the user of these types. */
+export type DeleteOAuthDelegationsInput = {
+  /** MOBILE (sign out of the mobile app) and/or WEB (sign out of the web app); INTEGRATION is refused. */
+  types: Array<OAuthDelegationType>;
+  userId: Scalars['ID']['input'];
+};
+
 export type DeleteUserInput = {
   id: Scalars['ID']['input'];
 };
@@ -73,6 +80,17 @@ export type NotificationSubscriptionResult =
   | 'SUCCESS'
   /** The entity is not one of the caller's account (unknown to its registry); nothing changed. */
   | 'UNAUTHORIZED';
+
+/** An issued delegation's token works until it expires; a revoked one's never again. */
+export type OAuthDelegationStatus =
+  | 'ISSUED'
+  | 'REVOKED';
+
+/** What the delegation authorizes: a web app session, the mobile app, or an integration (chat or third-party app). */
+export type OAuthDelegationType =
+  | 'INTEGRATION'
+  | 'MOBILE'
+  | 'WEB';
 
 /** Unsubscribes a user from 1 to 100 distinct entities, in one transaction. */
 export type RemoveNotificationSubscriptionsInput = {
@@ -134,6 +152,41 @@ export type RemoveNotificationSubscriptionsMutationVariables = Exact<{
 
 
 export type RemoveNotificationSubscriptionsMutation = { removeNotificationSubscriptions: { deletedCount: number, unauthorizedCount: number, nonExistentCount: number } };
+
+export type DeleteOAuthDelegationsMutationVariables = Exact<{
+  input: DeleteOAuthDelegationsInput;
+}>;
+
+
+export type DeleteOAuthDelegationsMutation = { deleteOAuthDelegations: { revokedCount: number } };
+
+export type ListUserOAuthDelegationsQueryVariables = Exact<{
+  userId: Scalars['ID']['input'];
+  types: InputMaybe<Array<OAuthDelegationType> | OAuthDelegationType>;
+  statuses: InputMaybe<Array<OAuthDelegationStatus> | OAuthDelegationStatus>;
+  first: Scalars['Int']['input'];
+  after: InputMaybe<Scalars['String']['input']>;
+}>;
+
+
+export type ListUserOAuthDelegationsQuery = { oauthDelegations: { nodes: Array<{ id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+
+export type RestOAuthDelegationFieldsFragment = { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string };
+
+export type OAuthDelegationRevocationRequestsStatusQueryVariables = Exact<{
+  requestedAtEnd: InputMaybe<Scalars['DateTime']['input']>;
+}>;
+
+
+export type OAuthDelegationRevocationRequestsStatusQuery = { oauthDelegationRevocationRequestsStatus: { pendingCount: number, requestedAtEnd: string } };
+
+export type ShowUserOAuthDelegationQueryVariables = Exact<{
+  userId: Scalars['ID']['input'];
+  id: Scalars['ID']['input'];
+}>;
+
+
+export type ShowUserOAuthDelegationQuery = { oauthDelegation: { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string } };
 
 export type CreateUserMutationVariables = Exact<{
   input: CreateUserInput;

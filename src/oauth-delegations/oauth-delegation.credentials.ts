@@ -1,0 +1,41 @@
+import type { CredentialResolver } from '../auth/authenticate.js';
+import type { OAuthPrincipal } from '../auth/principal.js';
+import { isUserRole } from '../auth/roles.js';
+
+interface BearerRow {
+  id: string;
+  account_id: string;
+  user_id: string;
+  scope: string;
+  role: string;
+}
+
+/**
+ * `Authorization: Bearer <access token>`: one indexed query per request (the unique digest),
+ * joined to the live user for their current role. Revoked, expired or deleted-user tokens find
+ * no row (401). Nothing is cached, so a revocation is effective at once on every instance.
+ */
+export const bearerCredentials: CredentialResolver = {
+  scheme: 'bearer',
+  async resolve(em, digest, now) {
+    const [row] = await em.execute<BearerRow[]>(
+      `select d.id, d.account_id, d.user_id, d.scope, u.role
+         from oauth_delegations d
+         join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null
+        where d.access_token_digest = ? and d.status = 'issued' and d.expires_at > ?`,
+      [digest, now.toISOString()],
+    );
+    if (!row || !isUserRole(row.role)) return undefined;
+    const principal: OAuthPrincipal = {
+      kind: 'oauth',
+      accountId: row.account_id,
+      credentialId: row.id,
+      userId: row.user_id,
+      role: row.role,
+      scopes: new Set(row.scope.split(/\s+/).filter(Boolean)),
+      // A user's keys and tokens share one budget.
+      rateLimitKey: `user:${row.user_id}`,
+    };
+    return principal;
+  },
+};

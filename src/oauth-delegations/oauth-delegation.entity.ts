@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import { OptionalProps } from '@mikro-orm/core';
+import { Entity, Enum, ManyToOne, PrimaryKey, Property } from '@mikro-orm/decorators/legacy';
+import { Account } from '../accounts/account.entity.js';
+import type { Principal } from '../auth/principal.js';
+
+export const DELEGATION_TYPES = ['web', 'mobile', 'integration'] as const;
+export type DelegationType = (typeof DELEGATION_TYPES)[number];
+
+export const DELEGATION_STATUSES = ['issued', 'revoked'] as const;
+export type DelegationStatus = (typeof DELEGATION_STATUSES)[number];
+
+export const REVOCATION_REASONS = ['sign_out', 'user_deleted'] as const;
+export type RevocationReason = (typeof REVOCATION_REASONS)[number];
+
+export function isDelegationType(value: unknown): value is DelegationType {
+  return typeof value === 'string' && (DELEGATION_TYPES as readonly string[]).includes(value);
+}
+
+export function isDelegationStatus(value: unknown): value is DelegationStatus {
+  return typeof value === 'string' && (DELEGATION_STATUSES as readonly string[]).includes(value);
+}
+
+/**
+ * One authorization of an app to act as a user (a web session, the mobile app, an integration),
+ * with exactly one access token. Only the token's SHA-256 digest is stored; it is never selected
+ * by ordinary queries (lazy) nor serialized (hidden). Revoking keeps the row with who and when.
+ */
+@Entity({ tableName: 'oauth_delegations' })
+export class OAuthDelegation {
+  [OptionalProps]?: 'id' | 'status' | 'createdAt' | 'revokedAt' | 'revokedByKind' | 'revokedByCredentialId' | 'revocationReason';
+
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne({ entity: () => Account, fieldName: 'account_id' })
+  account!: Account;
+
+  /** A plain column: the users feature owns users; a delegation only points at one. */
+  @Property({ type: 'string', length: 7 })
+  userId!: string;
+
+  @Enum({ items: () => [...DELEGATION_TYPES], type: 'string' })
+  delegationType!: DelegationType;
+
+  @Property({ type: 'string', length: 255 })
+  clientId!: string;
+
+  /** Space-separated OAuth scopes. */
+  @Property({ type: 'text' })
+  scope!: string;
+
+  @Enum({ items: () => [...DELEGATION_STATUSES], type: 'string' })
+  status: DelegationStatus = 'issued';
+
+  @Property({ type: 'string', length: 64, unique: true, hidden: true, lazy: true })
+  accessTokenDigest!: string;
+
+  @Property({ type: 'Date', columnType: 'timestamptz(3)' })
+  createdAt: Date = new Date();
+
+  @Property({ type: 'Date', columnType: 'timestamptz(3)' })
+  expiresAt!: Date;
+
+  @Property({ type: 'Date', columnType: 'timestamptz(3)', nullable: true })
+  revokedAt: Date | null = null;
+
+  /** Audit: the kind of credential that revoked it. */
+  @Property({ type: 'string', length: 16, nullable: true })
+  revokedByKind: Principal['kind'] | null = null;
+
+  /** Audit: the id of the API key or delegation that revoked it. */
+  @Property({ type: 'string', length: 64, nullable: true })
+  revokedByCredentialId: string | null = null;
+
+  @Property({ type: 'string', length: 32, nullable: true })
+  revocationReason: RevocationReason | null = null;
+}

@@ -1,0 +1,164 @@
+import DataLoader from 'dataloader';
+import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { DateTimeResolver, URLResolver } from 'graphql-scalars';
+import type { Requirement } from '../auth/auth-checker.js';
+import { InvalidInputError } from '../errors/domain-errors.js';
+import { requirePrincipal, type Context } from '../graphql/context.js';
+import type { User } from '../users/user.entity.js';
+import { UserType } from '../users/user.type.js';
+import type { DelegationStatus, DelegationType, OAuthDelegation } from './oauth-delegation.entity.js';
+import { DeleteOAuthDelegationsInput, DeleteOAuthDelegationsPayload } from './oauth-delegation.inputs.js';
+import {
+  MAX_DELEGATION_PAGE_SIZE,
+  OAuthDelegationsService,
+  isUuid,
+  type DelegationPage,
+  type DelegationPageRequest,
+  type DelegationPosition,
+} from './oauth-delegation.service.js';
+import {
+  OAuthDelegationConnection,
+  OAuthDelegationObject,
+  OAuthDelegationRevocationRequestsStatus,
+  OAuthDelegationStatusEnum,
+  OAuthDelegationTypeEnum,
+} from './oauth-delegation.type.js';
+
+const DELEGATIONS_CURSOR = 'oauth-delegations';
+
+export const REVOCATION_STATUS_DEPRECATION =
+  'Revocation is synchronous: deleteOAuthDelegations (REST: DELETE /oauth_delegations) revokes before it answers, so nothing is ever pending.';
+
+@ArgsType()
+class DelegationPageArgs {
+  @Field(() => [OAuthDelegationTypeEnum], { nullable: true, description: 'Only these types (default: all).' })
+  types?: DelegationType[] | null;
+
+  @Field(() => [OAuthDelegationStatusEnum], { nullable: true, description: 'Only these statuses (default: all).' })
+  statuses?: DelegationStatus[] | null;
+
+  @Field(() => Int, { defaultValue: 25, description: `Page size, 1 to ${MAX_DELEGATION_PAGE_SIZE}.` })
+  first!: number;
+
+  @Field(() => String, { nullable: true, description: 'An `endCursor` from a previous page.' })
+  after?: string | null;
+}
+
+@ArgsType()
+class UserDelegationPageArgs extends DelegationPageArgs {
+  @Field(() => ID)
+  userId!: string;
+}
+
+export function oauthDelegationsService(context: Context): OAuthDelegationsService {
+  return new OAuthDelegationsService(context.em, requirePrincipal(context));
+}
+
+/** Newest first, keyset-paged: a cursor holds the last row's (created_at, id), signed. */
+function pageRequest(args: DelegationPageArgs, context: Context): DelegationPageRequest {
+  if (!Number.isInteger(args.first) || args.first < 1 || args.first > MAX_DELEGATION_PAGE_SIZE) {
+    throw new InvalidInputError(`first must be from 1 to ${MAX_DELEGATION_PAGE_SIZE}`);
+  }
+  let after: DelegationPosition | undefined;
+  if (args.after) {
+    const position = context.runtime.cursors.decode<{ c?: unknown; i?: unknown }>(DELEGATIONS_CURSOR, args.after, 'cursor');
+    const createdAt = typeof position.c === 'string' ? new Date(position.c) : undefined;
+    if (!createdAt || Number.isNaN(createdAt.getTime()) || typeof position.i !== 'string' || !isUuid(position.i)) {
+      throw new InvalidInputError('cursor is not a valid cursor for this list');
+    }
+    after = { createdAt, id: position.i };
+  }
+  return { types: args.types, statuses: args.statuses, first: args.first, after };
+}
+
+function connection(page: DelegationPage, after: DelegationPosition | undefined, context: Context) {
+  return OAuthDelegationConnection.from({
+    ...page,
+    hasPreviousPage: after !== undefined,
+    cursorOf: (delegation) => context.runtime.cursors.encode(DELEGATIONS_CURSOR, { c: delegation.createdAt.toISOString(), i: delegation.id }),
+  });
+}
+
+@Resolver(() => OAuthDelegationObject)
+export class OAuthDelegationResolver {
+  @Authorized<Requirement>('oauth_delegations.read')
+  @Query(() => OAuthDelegationConnection, { description: 'A user\'s delegations, newest first. The user themself or can_update_user.' })
+  async oauthDelegations(@Args(() => UserDelegationPageArgs) args: UserDelegationPageArgs, @Ctx() context: Context) {
+    const request = pageRequest(args, context);
+    const page = await oauthDelegationsService(context).listForUser(args.userId, request);
+    return connection(page, request.after, context);
+  }
+
+  @Authorized<Requirement>('oauth_delegations.read')
+  @Query(() => OAuthDelegationObject, {
+    description: 'One delegation; with `userId`, it must be that user\'s (else NOT_FOUND). The user themself or can_update_user.',
+  })
+  oauthDelegation(
+    @Arg('id', () => ID) id: string,
+    @Arg('userId', () => ID, { nullable: true }) userId: string | null | undefined,
+    @Ctx() context: Context,
+  ): Promise<OAuthDelegation> {
+    return oauthDelegationsService(context).get(id, userId ?? undefined);
+  }
+
+  @Authorized<Requirement>('oauth_delegations.read', 'account_admin')
+  @Query(() => OAuthDelegationRevocationRequestsStatus, {
+    deprecationReason: REVOCATION_STATUS_DEPRECATION,
+    description: 'Pending OAuth delegation revocation requests of the account: always none. Owners, admins and account API keys.',
+  })
+  oauthDelegationRevocationRequestsStatus(
+    @Arg('requestedAtEnd', () => DateTimeResolver, { nullable: true, description: 'The end of the range searched; default now.' }) requestedAtEnd: Date | null | undefined,
+  ): OAuthDelegationRevocationRequestsStatus {
+    return { pendingCount: 0, requestedAtEnd: requestedAtEnd ?? new Date() };
+  }
+
+  @Authorized<Requirement>('oauth_delegations.write', 'write')
+  @Mutation(() => DeleteOAuthDelegationsPayload, {
+    description: 'Signs a user out of the mobile and/or web app: revokes their ISSUED delegations of those types before answering; '
+      + 'their tokens are refused from the next request on. The user themself or can_update_user.',
+  })
+  async deleteOAuthDelegations(
+    @Arg('input', () => DeleteOAuthDelegationsInput) input: DeleteOAuthDelegationsInput,
+    @Ctx() context: Context,
+  ): Promise<DeleteOAuthDelegationsPayload> {
+    return { revokedCount: await oauthDelegationsService(context).revoke(input.userId, input.types) };
+  }
+
+  @FieldResolver(() => URLResolver, { description: 'The delegation\'s REST API URL.' })
+  self(@Root() delegation: OAuthDelegation, @Ctx() context: Context): string {
+    return `${context.runtime.urls.api}/users/${delegation.userId}/oauth_delegations/${delegation.id}`;
+  }
+
+  @FieldResolver(() => URLResolver, { description: 'Where the delegation is shown in the web app.' })
+  htmlUrl(@Root() delegation: OAuthDelegation, @Ctx() context: Context): string {
+    return `${context.runtime.urls.web}/users/${delegation.userId}/oauth_delegations/${delegation.id}`;
+  }
+
+  @FieldResolver(() => [String], { description: 'The granted OAuth scopes.' })
+  scopes(@Root() delegation: OAuthDelegation): string[] {
+    return delegation.scope.split(/\s+/).filter(Boolean);
+  }
+}
+
+/** `User.oauthDelegations`: batched across the users of one response (one query per distinct argument set). */
+@Resolver(() => UserType)
+export class UserOAuthDelegationsResolver {
+  @Authorized<Requirement>('oauth_delegations.read')
+  @FieldResolver(() => OAuthDelegationConnection, {
+    nullable: true,
+    description: 'The user\'s OAuth delegations, newest first. The user themself or can_update_user (FORBIDDEN otherwise).',
+  })
+  async oauthDelegations(@Root() user: User, @Args(() => DelegationPageArgs) args: DelegationPageArgs, @Ctx() context: Context) {
+    const service = oauthDelegationsService(context);
+    service.assertMayManage(user.id);
+    const request = pageRequest(args, context);
+    const key = JSON.stringify({ types: args.types ?? null, statuses: args.statuses ?? null, first: args.first, after: args.after ?? null });
+    const loader = context.loaders.get(`oauth-delegations:${key}`, () =>
+      new DataLoader<string, DelegationPage>(async (userIds) => {
+        const pages = await service.pagesForUsers(userIds, request);
+        return userIds.map((id) => pages.get(id)!);
+      }),
+    );
+    return connection(await loader.load(user.id), request.after, context);
+  }
+}

@@ -1,0 +1,303 @@
+import type { FilterQuery } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/sql';
+import { Account } from '../accounts/account.entity.js';
+import { policy } from '../auth/policy.js';
+import type { Principal } from '../auth/principal.js';
+import { SCOPES } from '../auth/scopes.js';
+import { digestSecret, newSecretToken } from '../auth/secrets.js';
+import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
+import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
+import type { DeletedUser } from '../users/user-lifecycle.js';
+import {
+  DELEGATION_TYPES,
+  OAuthDelegation,
+  isDelegationType,
+  type DelegationStatus,
+  type DelegationType,
+  type RevocationReason,
+} from './oauth-delegation.entity.js';
+
+/** `DELETE /oauth_delegations` signs users out of these apps; integrations are revoked elsewhere. */
+export const REVOCABLE_TYPES: readonly DelegationType[] = ['mobile', 'web'];
+
+/**
+ * Scopes a delegation may be issued with: the API scopes, plus the OpenID Connect `openid` and
+ * `profile` that web sign-ins carry (the reference's examples show "openid profile"). Those two
+ * grant no API operation: a token holding only them is refused (403) everywhere.
+ */
+export const ISSUABLE_SCOPES: readonly string[] = [...SCOPES, 'openid', 'profile'];
+
+export const MAX_DELEGATION_PAGE_SIZE = 100;
+
+/** Without --expires-in: a web session lasts a week (as in the reference's example), apps longer. */
+export const DEFAULT_LIFETIME_SECONDS: Record<DelegationType, number> = {
+  web: 7 * 86_400,
+  mobile: 90 * 86_400,
+  integration: 365 * 86_400,
+};
+const MAX_LIFETIME_SECONDS = 10 * 365 * 86_400;
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: string): boolean {
+  return UUID_PATTERN.test(value);
+}
+
+export interface DelegationFilter {
+  types?: readonly DelegationType[] | null;
+  statuses?: readonly DelegationStatus[] | null;
+}
+
+/** A keyset position in the (created_at desc, id desc) order. */
+export interface DelegationPosition {
+  createdAt: Date;
+  id: string;
+}
+
+export interface DelegationPageRequest extends DelegationFilter {
+  first: number;
+  after?: DelegationPosition;
+}
+
+export interface DelegationPage {
+  items: OAuthDelegation[];
+  hasNextPage: boolean;
+  countTotal: () => Promise<number>;
+}
+
+interface DelegationRow {
+  id: string;
+  account_id: string;
+  user_id: string;
+  delegation_type: string;
+  client_id: string;
+  scope: string;
+  status: string;
+  created_at: Date | string;
+  expires_at: Date | string;
+  revoked_at: Date | string | null;
+  revoked_by_kind: string | null;
+  revoked_by_credential_id: string | null;
+  revocation_reason: string | null;
+}
+
+/** Every column but the token digest, which never leaves the database on a read. */
+const PUBLIC_COLUMNS = 'id, account_id, user_id, delegation_type, client_id, scope, status, created_at, expires_at, revoked_at, revoked_by_kind, revoked_by_credential_id, revocation_reason';
+
+async function isLiveUser(em: EntityManager, accountId: string, userId: string): Promise<boolean> {
+  if (!PUBLIC_ID_PATTERN.test(userId)) return false;
+  const [row] = await em.execute<{ id: string }[]>(
+    'select id from users where id = ? and account_id = ? and deleted_at is null',
+    [userId, accountId],
+  );
+  return row !== undefined;
+}
+
+/**
+ * Revokes, in one conditional UPDATE, every issued delegation of the user matching `types`.
+ * `status = 'issued'` in the condition makes concurrent revocations revoke each row exactly once:
+ * the first writer sets revoked_at and the revoking principal; the others find nothing left to do.
+ */
+async function revokeIssued(
+  em: EntityManager,
+  scope: { accountId: string; userId: string; types?: readonly DelegationType[] },
+  by: { principal: Principal; at: Date; reason: RevocationReason },
+): Promise<number> {
+  const where: FilterQuery<OAuthDelegation> = { account: scope.accountId, userId: scope.userId, status: 'issued' };
+  if (scope.types) where.delegationType = { $in: [...scope.types] };
+  return em.nativeUpdate(OAuthDelegation, where, {
+    status: 'revoked',
+    revokedAt: by.at,
+    revokedByKind: by.principal.kind,
+    revokedByCredentialId: by.principal.credentialId,
+    revocationReason: by.reason,
+  });
+}
+
+/** Domain logic of OAuth delegations for one caller; knows nothing of HTTP or GraphQL. */
+export class OAuthDelegationsService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly principal: Principal,
+  ) {}
+
+  /** The user themself, or a holder of can_update_user (SPEC section 2). */
+  assertMayManage(userId: string): void {
+    policy.assertSelfOrUserManager(this.principal, userId);
+  }
+
+  /** Signs the user out of the given apps, synchronously; returns how many delegations this call revoked. */
+  async revoke(userId: string, types: readonly DelegationType[]): Promise<number> {
+    if (types.length === 0) throw new InvalidInputError(`type must name at least one of ${REVOCABLE_TYPES.join(', ')}`);
+    const refused = types.filter((type) => !REVOCABLE_TYPES.includes(type));
+    if (refused.length) {
+      throw new InvalidInputError(`type ${refused.join(', ')} cannot be revoked here; allowed values: ${REVOCABLE_TYPES.join(', ')}`);
+    }
+    this.assertMayManage(userId);
+    // The reference lists no 404 for this operation: an unknown user (or another account's) is invalid input.
+    if (!(await isLiveUser(this.em, this.principal.accountId, userId))) {
+      throw new InvalidInputError(`user ${userId} is not a user of this account`);
+    }
+    return revokeIssued(
+      this.em,
+      { accountId: this.principal.accountId, userId, types: [...new Set(types)] },
+      { principal: this.principal, at: new Date(), reason: 'sign_out' },
+    );
+  }
+
+  /** A user's delegations, newest first; 404 for a user that is not (or no longer) in the account. */
+  async listForUser(userId: string, request: DelegationPageRequest): Promise<DelegationPage> {
+    this.assertMayManage(userId);
+    if (!(await isLiveUser(this.em, this.principal.accountId, userId))) throw new NotFoundError('user');
+    return (await this.pagesForUsers([userId], request)).get(userId)!;
+  }
+
+  /**
+   * One page per user in one query (a LATERAL join walks each user's index), so a list of users
+   * with their delegations costs one statement. Callers check access to each user first.
+   */
+  async pagesForUsers(userIds: readonly string[], request: DelegationPageRequest): Promise<Map<string, DelegationPage>> {
+    if (userIds.length === 0) return new Map();
+    // Plain placeholders (no array parameters): the drivers differ in how they bind arrays.
+    const placeholders = (values: readonly unknown[]) => values.map(() => '?').join(', ');
+    const conditions = ['d.user_id = u.id', 'd.account_id = ?'];
+    const params: unknown[] = [...userIds, this.principal.accountId];
+    if (request.types?.length) {
+      conditions.push(`d.delegation_type in (${placeholders(request.types)})`);
+      params.push(...request.types);
+    }
+    if (request.statuses?.length) {
+      conditions.push(`d.status in (${placeholders(request.statuses)})`);
+      params.push(...request.statuses);
+    }
+    if (request.after) {
+      conditions.push('(d.created_at, d.id) < (?::timestamptz, ?::uuid)');
+      params.push(request.after.createdAt.toISOString(), request.after.id);
+    }
+    params.push(request.first + 1);
+    const rows = await this.em.execute<DelegationRow[]>(
+      `select d.${PUBLIC_COLUMNS.split(', ').join(', d.')}
+         from (values ${userIds.map(() => '(?::varchar)').join(', ')}) as u(id)
+         cross join lateral (
+           select ${PUBLIC_COLUMNS} from oauth_delegations d
+            where ${conditions.join(' and ')}
+            order by d.created_at desc, d.id desc
+            limit ?
+         ) d`,
+      params,
+    );
+    const byUser = new Map<string, OAuthDelegation[]>(userIds.map((id) => [id, []]));
+    for (const row of rows) byUser.get(row.user_id)?.push(this.em.map(OAuthDelegation, row as unknown as Record<string, unknown>));
+    const pages = new Map<string, DelegationPage>();
+    for (const [userId, found] of byUser) {
+      found.sort(newestFirst);
+      pages.set(userId, {
+        items: found.slice(0, request.first),
+        hasNextPage: found.length > request.first,
+        countTotal: () => this.em.count(OAuthDelegation, this.filterFor(userId, request)),
+      });
+    }
+    return pages;
+  }
+
+  /**
+   * One delegation. With `userId` (the REST path), it must be that user's: another user's or
+   * account's delegation, a deleted user's, or an id that is not a uuid is simply not found.
+   */
+  async get(id: string, userId?: string): Promise<OAuthDelegation> {
+    if (userId !== undefined) this.assertMayManage(userId);
+    const delegation = isUuid(id)
+      ? await this.em.findOne(OAuthDelegation, { id, account: this.principal.accountId, ...(userId !== undefined ? { userId } : {}) })
+      : null;
+    if (!delegation) throw new NotFoundError('OAuth delegation');
+    if (userId === undefined) this.assertMayManage(delegation.userId);
+    if (!(await isLiveUser(this.em, this.principal.accountId, delegation.userId))) throw new NotFoundError('OAuth delegation');
+    return delegation;
+  }
+
+  private filterFor(userId: string, filter: DelegationFilter): FilterQuery<OAuthDelegation> {
+    const where: FilterQuery<OAuthDelegation> = { account: this.principal.accountId, userId };
+    if (filter.types?.length) where.delegationType = { $in: [...filter.types] };
+    if (filter.statuses?.length) where.status = { $in: [...filter.statuses] };
+    return where;
+  }
+}
+
+function newestFirst(a: OAuthDelegation, b: OAuthDelegation): number {
+  const byTime = b.createdAt.getTime() - a.createdAt.getTime();
+  if (byTime !== 0) return byTime;
+  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+}
+
+/** The users feature's deletion hook: every delegation of the deleted user, in the deleting transaction. */
+export function revokeDeletedUsersDelegations(em: EntityManager, user: DeletedUser, principal: Principal): Promise<number> {
+  return revokeIssued(em, { accountId: user.accountId, userId: user.id }, { principal, at: user.deletedAt, reason: 'user_deleted' });
+}
+
+/** Space-separated scopes, each one of ISSUABLE_SCOPES; duplicates collapse, order is kept. */
+export function parseScopes(raw: string): string[] {
+  const scopes = [...new Set(raw.split(/\s+/).filter(Boolean))];
+  if (scopes.length === 0) throw new InvalidInputError(`scopes must name at least one of: ${ISSUABLE_SCOPES.join(' ')}`);
+  const unknown = scopes.filter((scope) => !ISSUABLE_SCOPES.includes(scope));
+  if (unknown.length) throw new InvalidInputError(`unknown scope ${unknown.join(', ')}; allowed scopes: ${ISSUABLE_SCOPES.join(' ')}`);
+  return scopes;
+}
+
+const DURATION_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 7 * 86_400 };
+
+/** `30d`, `12h`, `45m`, `90s`, `2w` (a bare number is seconds) -> seconds. */
+export function parseDuration(raw: string): number {
+  const match = /^(\d+)\s*([smhdw]?)$/i.exec(raw.trim());
+  const seconds = match ? Number(match[1]) * DURATION_UNITS[(match[2] || 's').toLowerCase()]! : NaN;
+  if (!Number.isSafeInteger(seconds) || seconds < 1 || seconds > MAX_LIFETIME_SECONDS) {
+    throw new InvalidInputError(`expires-in must be a positive duration such as 30d, 12h, 45m or 90s, at most ${MAX_LIFETIME_SECONDS / 86_400} days (got "${raw}")`);
+  }
+  return seconds;
+}
+
+export interface IssueDelegationOptions {
+  userId: string;
+  type: string;
+  scopes: string;
+  clientId?: string;
+  expiresInSeconds?: number;
+}
+
+export interface IssuedDelegation {
+  delegation: OAuthDelegation;
+  /** Shown once; only its digest is stored. */
+  accessToken: string;
+}
+
+/**
+ * Issues a delegation and its access token, as a sign-in or app authorization would (those flows
+ * are outside this API; operators and tests use `accessctl delegations create`).
+ */
+export async function issueDelegation(em: EntityManager, options: IssueDelegationOptions): Promise<IssuedDelegation> {
+  if (!isDelegationType(options.type)) throw new InvalidInputError(`type must be one of ${DELEGATION_TYPES.join(', ')} (got "${options.type}")`);
+  const scopes = parseScopes(options.scopes);
+  const clientId = (options.clientId ?? 'accessctl').trim();
+  if (clientId === '' || clientId.length > 255) throw new InvalidInputError('client-id must be 1 to 255 characters');
+  const lifetime = options.expiresInSeconds ?? DEFAULT_LIFETIME_SECONDS[options.type];
+  if (!Number.isSafeInteger(lifetime) || lifetime < 1 || lifetime > MAX_LIFETIME_SECONDS) throw new InvalidInputError('expires-in is out of range');
+
+  const [user] = PUBLIC_ID_PATTERN.test(options.userId)
+    ? await em.execute<{ id: string; account_id: string }[]>('select id, account_id from users where id = ? and deleted_at is null', [options.userId])
+    : [];
+  if (!user) throw new InvalidInputError(`user ${options.userId} does not exist or has been deleted`);
+
+  const accessToken = newSecretToken(32);
+  const createdAt = new Date();
+  const delegation = em.create(OAuthDelegation, {
+    account: em.getReference(Account, user.account_id),
+    userId: user.id,
+    delegationType: options.type,
+    clientId,
+    scope: scopes.join(' '),
+    accessTokenDigest: digestSecret(accessToken),
+    createdAt,
+    expiresAt: new Date(createdAt.getTime() + lifetime * 1000),
+  });
+  await em.persist(delegation).flush();
+  return { delegation, accessToken };
+}

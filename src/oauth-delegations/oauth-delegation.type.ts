@@ -1,0 +1,70 @@
+import { Field, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
+import { DateTimeResolver } from 'graphql-scalars';
+import { connectionType } from '../graphql/connection.js';
+import type { DelegationStatus, DelegationType, OAuthDelegation } from './oauth-delegation.entity.js';
+
+export const OAuthDelegationTypeEnum = {
+  WEB: 'web',
+  MOBILE: 'mobile',
+  INTEGRATION: 'integration',
+} as const satisfies Record<string, DelegationType>;
+
+registerEnumType(OAuthDelegationTypeEnum, {
+  name: 'OAuthDelegationType',
+  description: 'What the delegation authorizes: a web app session, the mobile app, or an integration (chat or third-party app).',
+});
+
+export const OAuthDelegationStatusEnum = {
+  ISSUED: 'issued',
+  REVOKED: 'revoked',
+} as const satisfies Record<string, DelegationStatus>;
+
+registerEnumType(OAuthDelegationStatusEnum, {
+  name: 'OAuthDelegationStatus',
+  description: 'An issued delegation\'s token works until it expires; a revoked one\'s never again.',
+});
+
+/**
+ * The GraphQL face of a delegation. Resolvers return the entity; `self`, `htmlUrl` and `scopes`
+ * are field resolvers. The access token's digest is not a field, on purpose.
+ */
+@ObjectType('OAuthDelegation', { description: 'One authorization of an app (via OAuth) to act as a user: a web session, the mobile app, or an integration.' })
+export class OAuthDelegationObject implements Partial<Record<keyof OAuthDelegation, unknown>> {
+  @Field(() => ID, { description: 'A uuid.' })
+  id!: string;
+
+  @Field(() => ID, { description: 'The user the delegation acts as.' })
+  userId!: string;
+
+  @Field(() => OAuthDelegationTypeEnum)
+  delegationType!: DelegationType;
+
+  @Field({ description: 'The OAuth client (app) the user authorized.' })
+  clientId!: string;
+
+  @Field({ description: 'The granted OAuth scopes, space-separated (see also `scopes`).' })
+  scope!: string;
+
+  @Field(() => OAuthDelegationStatusEnum)
+  status!: DelegationStatus;
+
+  @Field(() => DateTimeResolver)
+  createdAt!: Date;
+
+  @Field(() => DateTimeResolver, { description: 'After this instant the token is refused even while ISSUED.' })
+  expiresAt!: Date;
+
+  @Field(() => DateTimeResolver, { nullable: true, description: 'When it was revoked; null while ISSUED.' })
+  revokedAt!: Date | null;
+}
+
+export const OAuthDelegationConnection = connectionType<OAuthDelegation>('OAuthDelegation', () => OAuthDelegationObject);
+
+@ObjectType({ description: 'Revocation used to be asynchronous; it is synchronous now, so nothing is ever pending.' })
+export class OAuthDelegationRevocationRequestsStatus {
+  @Field(() => Int, { description: 'Always 0: revocation completes before DELETE /oauth_delegations (or deleteOAuthDelegations) answers.' })
+  pendingCount!: number;
+
+  @Field(() => DateTimeResolver, { description: 'The end of the searched range: the argument given, or now.' })
+  requestedAtEnd!: Date;
+}

@@ -1,0 +1,17 @@
+import type { Feature } from '../app/feature.js';
+import { bearerCredentials } from './oauth-delegation.credentials.js';
+import { OAuthDelegation } from './oauth-delegation.entity.js';
+import { OAuthDelegationResolver, UserOAuthDelegationsResolver } from './oauth-delegation.resolver.js';
+import { oauthDelegationRoutes } from './oauth-delegation.rest.js';
+import { revokeDeletedUsersDelegations } from './oauth-delegation.service.js';
+
+export const oauthDelegationsFeature: Feature = {
+  name: 'oauth-delegations',
+  entities: [OAuthDelegation],
+  resolvers: [OAuthDelegationResolver, UserOAuthDelegationsResolver],
+  routes: oauthDelegationRoutes,
+  credentialResolvers: [bearerCredentials],
+  onUserDeleted: async (em, user, principal) => {
+    await revokeDeletedUsersDelegations(em, user, principal);
+  },
+};
