@@ -1,8 +1,9 @@
 import { accountsFeature } from '../accounts/accounts.feature.js';
+import { calendarFeedFeature } from '../calendar-feed/calendar-feed.feature.js';
 import { usersFeature } from '../users/users.feature.js';
 import type { Feature } from './feature.js';
 
 /** Every feature of the product, in one place: entities, schema, REST rows, credentials, deletion hooks. */
-export const features: readonly Feature[] = [accountsFeature, usersFeature];
+export const features: readonly Feature[] = [accountsFeature, usersFeature, calendarFeedFeature];
 
 export const allEntities = () => features.flatMap((feature) => feature.entities);

@@ -9,8 +9,9 @@ import { allEntities } from '../app/features.js';
 import { UsageError, type CliCommand } from './command.js';
 import { bootstrapCommand, createApiKeyCommand, migrateCommand } from './commands/accounts.commands.js';
 import { seedCommand } from './commands/seed.command.js';
+import { addShiftCommand } from './commands/calendar-feed.commands.js';
 
-const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand];
+const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, addShiftCommand];
 
 function usage(): string {
   return `Usage:\n${commands.map((command) => `  ${command.usage}`).join('\n')}\n\nReads DATABASE_URL and DATA_DIR like the server. With --json, stdout holds exactly one JSON object.`;

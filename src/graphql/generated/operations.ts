@@ -42,6 +42,11 @@ export type DeleteUserInput = {
   id: Scalars['ID']['input'];
 };
 
+export type RegenerateUserCalendarKeyInput = {
+  /** The user whose calendar key is replaced: yourself, or anyone with can_update_user. */
+  userId: Scalars['ID']['input'];
+};
+
 /** Changes to one user: only the fields given change. */
 export type UpdateUserInput = {
   color: InputMaybe<Scalars['String']['input']>;
@@ -72,6 +77,13 @@ export type UserRole =
   | 'RESTRICTED_ACCESS'
   | 'USER';
 
+export type RegenerateUserCalendarKeyMutationVariables = Exact<{
+  input: RegenerateUserCalendarKeyInput;
+}>;
+
+
+export type RegenerateUserCalendarKeyMutation = { regenerateUserCalendarKey: { privateUrlKey: string, user: { httpCalUrl: string | null, webCalUrl: string | null, id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } } };
+
 export type CreateUserMutationVariables = Exact<{
   input: CreateUserInput;
 }>;
@@ -82,7 +94,7 @@ export type CreateUserMutation = { createUser: { user: { id: string, name: strin
 export type CurrentUserQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type CurrentUserQuery = { viewer: { id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } };
+export type CurrentUserQuery = { viewer: { httpCalUrl: string | null, webCalUrl: string | null, id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } };
 
 export type DeleteUserMutationVariables = Exact<{
   input: DeleteUserInput;
@@ -103,10 +115,11 @@ export type ListUsersQuery = { users: { totalCount?: number, nodes: Array<{ id: 
 
 export type ShowUserQueryVariables = Exact<{
   id: Scalars['ID']['input'];
+  withCalendarUrls: Scalars['Boolean']['input'];
 }>;
 
 
-export type ShowUserQuery = { user: { id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } };
+export type ShowUserQuery = { user: { httpCalUrl?: string | null, webCalUrl?: string | null, id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } };
 
 export type UpdateUserMutationVariables = Exact<{
   input: UpdateUserInput;
