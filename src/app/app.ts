@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { expressMiddleware } from '@as-integrations/express5';
 import type { AppConfig } from '../config/config.js';
 import type { Database } from '../db/database.js';
@@ -77,6 +77,11 @@ export async function createApp(options: AppOptions): Promise<App> {
       sendJson(res, 503, { status: 'unavailable', database: database.kind });
     }
   });
+
+  // Features' plain HTTP routes (the iCal feed): no credentials and no v2 Accept versioning.
+  const plainRoutes = Router();
+  for (const feature of features) feature.httpRoutes?.(plainRoutes, { database, runtime, logger });
+  app.use(plainRoutes);
 
   // One context per request, shared by GraphQL and the REST facade.
   app.use(async (req: Request, res: Response, next: NextFunction) => {

@@ -1,6 +1,17 @@
+import type { Router } from 'express';
 import type { CredentialResolver } from '../auth/authenticate.js';
+import type { Database } from '../db/database.js';
+import type { Logger } from '../logging/logger.js';
 import type { RestRoute } from '../rest/route.js';
 import type { UserDeletedHook } from '../users/user-lifecycle.js';
+import type { Runtime } from './runtime.js';
+
+/** What a plain HTTP route (outside GraphQL and the v2 REST facade) may use. */
+export interface HttpRouteDeps {
+  database: Database;
+  runtime: Runtime;
+  logger: Logger;
+}
 
 /** What a feature module contributes; `src/app/features.ts` lists them, and nothing else needs to know. */
 export interface Feature {
@@ -10,4 +21,9 @@ export interface Feature {
   routes: RestRoute[];
   credentialResolvers?: CredentialResolver[];
   onUserDeleted?: UserDeletedHook;
+  /**
+   * Plain Express routes that are not part of the API (no credentials, no v2 `Accept`
+   * versioning, not JSON), e.g. the iCal feed. Mounted before authentication and REST negotiation.
+   */
+  httpRoutes?: (router: Router, deps: HttpRouteDeps) => void;
 }

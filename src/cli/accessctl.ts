@@ -9,10 +9,11 @@ import { allEntities } from '../app/features.js';
 import { UsageError, type CliCommand } from './command.js';
 import { bootstrapCommand, createApiKeyCommand, migrateCommand } from './commands/accounts.commands.js';
 import { seedCommand } from './commands/seed.command.js';
+import { addShiftCommand } from './commands/calendar-feed.commands.js';
 import { addSubscribableCommand } from './commands/notification-subscriptions.commands.js';
 import { createDelegationCommand } from './commands/oauth-delegations.commands.js';
 
-const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addSubscribableCommand];
+const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand];
 
 function usage(): string {
   return `Usage:\n${commands.map((command) => `  ${command.usage}`).join('\n')}\n\nReads DATABASE_URL and DATA_DIR like the server. With --json, stdout holds exactly one JSON object.`;

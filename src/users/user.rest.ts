@@ -2,6 +2,7 @@ import { InvalidInputError, MissingArgumentError } from '../errors/domain-errors
 import type { RestRoute } from '../rest/route.js';
 import { operationDocument } from '../rest/route.js';
 import { bodyField, classicPagination, includes, single } from '../rest/params.js';
+import { policy } from '../auth/policy.js';
 import type {
   CreateUserMutation,
   CurrentUserQuery,
@@ -16,11 +17,13 @@ import { validateUserFields, type UserFields } from './user.validation.js';
 
 /** Arrays the product holds none of: accepted in include[] and always returned empty. */
 export const USER_INCLUDES = ['contact_methods', 'notification_rules', 'teams', 'subdomains'] as const;
+/** Show (and the current user) also accept `calendar_urls`; the index never carries calendar URLs. */
+export const USER_SHOW_INCLUDES = [...USER_INCLUDES, 'calendar_urls'] as const;
 
 const document = (file: string) => operationDocument(import.meta.url, file, './operations/user-fields.graphql');
 
-/** The v2 representation of a user, from the fields the REST documents select. */
-export function presentUser(user: RestUserFieldsFragment) {
+/** The v2 representation of a user, from the fields the REST documents select (calendar URLs only where selected). */
+export function presentUser(user: RestUserFieldsFragment & { httpCalUrl?: string | null; webCalUrl?: string | null }) {
   return {
     id: user.id,
     type: 'user' as const,
@@ -41,6 +44,7 @@ export function presentUser(user: RestUserFieldsFragment) {
     teams: [],
     contact_methods: [],
     notification_rules: [],
+    ...(user.httpCalUrl != null && user.webCalUrl != null ? { http_cal_url: user.httpCalUrl, web_cal_url: user.webCalUrl } : {}),
   };
 }
 
@@ -106,7 +110,7 @@ export const userRoutes: RestRoute[] = [
     path: '/users/me',
     operation: document('./operations/current-user.graphql'),
     variables: ({ query }) => {
-      includes(query, USER_INCLUDES);
+      includes(query, USER_SHOW_INCLUDES);
       return {};
     },
     respond: (data: CurrentUserQuery) => ({ status: 200, body: { user: presentUser(data.viewer) } }),
@@ -115,9 +119,11 @@ export const userRoutes: RestRoute[] = [
     method: 'get',
     path: '/users/:id',
     operation: document('./operations/show-user.graphql'),
-    variables: ({ params, query }) => {
-      includes(query, USER_INCLUDES);
-      return { id: params.id };
+    variables: ({ params, query, principal }) => {
+      const included = includes(query, USER_SHOW_INCLUDES);
+      // Automatically for one's own profile (user-level credentials); for anyone else only when asked,
+      // and then the field's rule answers 403 unless the caller holds can_update_user.
+      return { id: params.id, withCalendarUrls: included.has('calendar_urls') || policy.isSelf(principal, params.id) };
     },
     respond: (data: ShowUserQuery) => ({ status: 200, body: { user: presentUser(data.user) } }),
   } satisfies RestRoute<ShowUserQuery>,

@@ -2,23 +2,29 @@ import { randomInt } from 'node:crypto';
 import { AccountsService } from '../../accounts/accounts.service.js';
 import { newPublicId } from '../../db/public-id.js';
 import { SubscribablesService } from '../../notification-subscriptions/subscribables.service.js';
+import { seedOnCallShifts } from '../../calendar-feed/oncall-shifts.service.js';
 import { positiveInteger, requireOption, type CliCommand } from '../command.js';
 
 const FIRST = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Donald', 'Margaret', 'Ken', 'Radia', 'Linus', 'Frances', 'John', 'Katherine', 'Dennis', 'Shafi', 'Leslie'];
 const LAST = ['Lovelace', 'Hopper', 'Turing', 'Dijkstra', 'Liskov', 'Knuth', 'Hamilton', 'Thompson', 'Perlman', 'Torvalds', 'Allen', 'McCarthy', 'Johnson', 'Ritchie', 'Goldwasser', 'Lamport'];
 const BATCH = 5000;
 
-/** Bulk-inserts users with plain SQL (for benchmarks at 1M rows); ids are drawn like any other, collisions skipped. */
+/**
+ * Bulk-inserts users with plain SQL (for benchmarks at 1M rows); ids are drawn like any other, collisions
+ * skipped. Each new user also gets `--shifts-per-user` on-call shifts (default 2, 0 for none) for the iCal feed.
+ */
 export const seedCommand: CliCommand = {
   name: 'seed',
-  usage: 'accessctl seed --account ID --users N [--json]',
-  options: { account: { type: 'string' }, users: { type: 'string' } },
+  usage: 'accessctl seed --account ID --users N [--shifts-per-user N] [--json]',
+  options: { account: { type: 'string' }, users: { type: 'string' }, 'shifts-per-user': { type: 'string' } },
   async run(database, values, io) {
     const accountId = requireOption(values, 'account');
     const wanted = positiveInteger(values, 'users', 100);
+    const shiftsPerUser = values['shifts-per-user'] === '0' ? 0 : positiveInteger(values, 'shifts-per-user', 2);
     await new AccountsService(database.em()).getAccount(accountId);
     const em = database.em();
     let created = 0;
+    let shifts = 0;
     let serial = Date.now() % 1_000_000;
     while (created < wanted) {
       const size = Math.min(BATCH, wanted - created);
@@ -33,18 +39,19 @@ export const seedCommand: CliCommand = {
         names.push(`${first} ${last} ${serial}`);
         emails.push(`${first}.${last}.${serial}@example.com`.toLowerCase());
       }
-      const result = await em.execute<{ affectedRows?: number }>(
+      const inserted = await em.execute<{ id: string }[]>(
         `insert into users (id, account_id, name, email, time_zone, color, role)
          select id, ?, name, email, 'Etc/UTC', 'green', 'user' from unnest(array[?]::text[], array[?]::text[], array[?]::text[]) as t(id, name, email)
-         on conflict do nothing`,
+         on conflict do nothing
+         returning id`,
         [accountId, ids, names, emails],
-        'run',
       );
-      created += result.affectedRows ?? size;
+      created += inserted.length;
+      shifts += await seedOnCallShifts(em, inserted.map((row) => row.id), shiftsPerUser);
       if (wanted >= BATCH * 4) io.info(`seeded ${created}/${wanted} users`);
     }
     const subscribables = await new SubscribablesService(database.em()).addDemoEntities(accountId);
-    return { account: { id: accountId }, users_created: created, subscribables: subscribables.length };
+    return { account: { id: accountId }, users_created: created, shifts_created: shifts, subscribables: subscribables.length };
   },
-  human: (result) => `Seeded ${String(result.users_created)} users and ${String(result.subscribables)} subscribable entities.`,
+  human: (result) => `Seeded ${String(result.users_created)} users, ${String(result.shifts_created)} on-call shifts and ${String(result.subscribables)} subscribable entities.`,
 };

@@ -92,6 +92,11 @@ export type OAuthDelegationType =
   | 'MOBILE'
   | 'WEB';
 
+export type RegenerateUserCalendarKeyInput = {
+  /** The user whose calendar key is replaced: yourself, or anyone with can_update_user. */
+  userId: Scalars['ID']['input'];
+};
+
 /** Unsubscribes a user from 1 to 100 distinct entities, in one transaction. */
 export type RemoveNotificationSubscriptionsInput = {
   /** 1 to 100 entities, none twice. */
@@ -128,6 +133,13 @@ export type UserRole =
   | 'READ_ONLY_USER'
   | 'RESTRICTED_ACCESS'
   | 'USER';
+
+export type RegenerateUserCalendarKeyMutationVariables = Exact<{
+  input: RegenerateUserCalendarKeyInput;
+}>;
+
+
+export type RegenerateUserCalendarKeyMutation = { regenerateUserCalendarKey: { privateUrlKey: string, user: { httpCalUrl: string | null, webCalUrl: string | null, id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } } };
 
 export type CreateNotificationSubscriptionsMutationVariables = Exact<{
   input: CreateNotificationSubscriptionsInput;
@@ -198,7 +210,7 @@ export type CreateUserMutation = { createUser: { user: { id: string, name: strin
 export type CurrentUserQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type CurrentUserQuery = { viewer: { id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } };
+export type CurrentUserQuery = { viewer: { httpCalUrl: string | null, webCalUrl: string | null, id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } };
 
 export type DeleteUserMutationVariables = Exact<{
   input: DeleteUserInput;
@@ -219,10 +231,11 @@ export type ListUsersQuery = { users: { totalCount?: number, nodes: Array<{ id: 
 
 export type ShowUserQueryVariables = Exact<{
   id: Scalars['ID']['input'];
+  withCalendarUrls: Scalars['Boolean']['input'];
 }>;
 
 
-export type ShowUserQuery = { user: { id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } };
+export type ShowUserQuery = { user: { httpCalUrl?: string | null, webCalUrl?: string | null, id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } };
 
 export type UpdateUserMutationVariables = Exact<{
   input: UpdateUserInput;

@@ -1,0 +1,40 @@
+import type { NextFunction, Request, Response, Router } from 'express';
+import type { HttpRouteDeps } from '../app/feature.js';
+import { sendError } from '../rest/envelopes.js';
+import { calendarKeyCodec } from './calendar-key.codec.js';
+import { renderFeed } from './calendar-feed.ical.js';
+import { CalendarFeedService } from './calendar-feed.service.js';
+import { OnCallShiftsService } from './oncall-shifts.service.js';
+
+/** The URL is a credential: keep it out of shared caches, referrers and search indexes. */
+const FEED_HEADERS = {
+  'Cache-Control': 'private, no-cache',
+  'Referrer-Policy': 'no-referrer',
+  'X-Robots-Tag': 'noindex, nofollow',
+};
+
+/**
+ * `GET /private/{key}/feed`: the iCal feed, authenticated by the key in the URL alone. An unknown,
+ * rotated or deleted user's key answers the same 404 after the same work (see findFeedOwner).
+ * `ETag` / `Last-Modified` let calendar apps poll with `If-None-Match` / `If-Modified-Since` (304).
+ */
+export function calendarFeedHttpRoutes(router: Router, deps: HttpRouteDeps): void {
+  router.get('/private/:key/feed', async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const em = deps.database.em();
+      const owner = await new CalendarFeedService(em, calendarKeyCodec(deps.runtime.serverSecret)).findFeedOwner(String(req.params.key));
+      res.set(FEED_HEADERS);
+      if (!owner) return sendError(res, 'not_found', 'Not Found', ['No calendar feed at this URL.']);
+      const shifts = await new OnCallShiftsService(em).forFeed(owner.userId);
+      const feed = renderFeed(owner, shifts, deps.runtime.urls.feed);
+      res.set({ ETag: feed.etag, 'Last-Modified': feed.lastModified.toUTCString() });
+      if (req.fresh) {
+        res.status(304).end();
+        return;
+      }
+      res.status(200).set({ 'Content-Type': 'text/calendar; charset=utf-8', 'Content-Disposition': 'inline; filename="on-call.ics"' }).send(feed.body);
+    } catch (error) {
+      next(error);
+    }
+  });
+}

@@ -1,0 +1,64 @@
+import DataLoader from 'dataloader';
+import { Arg, Authorized, Ctx, FieldResolver, Mutation, Resolver, Root } from 'type-graphql';
+import { URLResolver } from 'graphql-scalars';
+import type { Requirement } from '../auth/auth-checker.js';
+import { NotFoundError } from '../errors/domain-errors.js';
+import { requirePrincipal, type Context } from '../graphql/context.js';
+import type { User } from '../users/user.entity.js';
+import { UserType } from '../users/user.type.js';
+import { calendarKeyCodec, calendarUrls } from './calendar-key.codec.js';
+import { CalendarFeedService } from './calendar-feed.service.js';
+import { RegenerateUserCalendarKeyInput, RegenerateUserCalendarKeyPayload } from './calendar-feed.types.js';
+
+const KEYS_LOADER = 'calendar-feed-keys';
+
+function calendarFeedService(context: Context): CalendarFeedService {
+  return new CalendarFeedService(context.em, calendarKeyCodec(context.runtime.serverSecret));
+}
+
+/** Per request: the current key of each user asked for, in one batch (created at first use). */
+function keysLoader(context: Context): DataLoader<string, string> {
+  return context.loaders.get(KEYS_LOADER, () =>
+    new DataLoader<string, string>(async (userIds) => {
+      const keys = await calendarFeedService(context).currentKeys(userIds);
+      return userIds.map((id) => keys.get(id) ?? new NotFoundError('user'));
+    }),
+  );
+}
+
+async function urlsFor(user: User, context: Context): Promise<{ http: string; webcal: string }> {
+  CalendarFeedService.assertMayReadUrls(requirePrincipal(context), user.id);
+  return calendarUrls(context.runtime.urls.feed, await keysLoader(context).load(user.id));
+}
+
+const URL_RULE = 'Only for the user themself and for holders of can_update_user (never a read-only account key); anyone else gets a FORBIDDEN error on this field. A bearer credential: anyone holding it reads the calendar.';
+
+/** Adds the calendar URLs to the `User` type, and the regeneration mutation. */
+@Resolver(() => UserType)
+export class CalendarFeedResolver {
+  @Authorized<Requirement>()
+  @FieldResolver(() => URLResolver, { nullable: true, description: `The user's private iCal feed URL (https). ${URL_RULE}` })
+  async httpCalUrl(@Root() user: User, @Ctx() context: Context): Promise<string> {
+    return (await urlsFor(user, context)).http;
+  }
+
+  @Authorized<Requirement>()
+  @FieldResolver(() => URLResolver, { nullable: true, description: `The same feed as \`httpCalUrl\` with the webcal:// scheme. ${URL_RULE}` })
+  async webCalUrl(@Root() user: User, @Ctx() context: Context): Promise<string> {
+    return (await urlsFor(user, context)).webcal;
+  }
+
+  @Authorized<Requirement>('users.write')
+  @Mutation(() => RegenerateUserCalendarKeyPayload, {
+    description: 'Replaces the user\'s private calendar key: the old feed URLs stop working at once. The user themself (any role) or a holder of can_update_user.',
+  })
+  async regenerateUserCalendarKey(
+    @Arg('input', () => RegenerateUserCalendarKeyInput) input: RegenerateUserCalendarKeyInput,
+    @Ctx() context: Context,
+  ): Promise<RegenerateUserCalendarKeyPayload> {
+    const { user, key } = await calendarFeedService(context).regenerate(requirePrincipal(context), input.userId);
+    // The payload's user shows the key this call created, even if another regeneration followed.
+    keysLoader(context).clear(user.id).prime(user.id, key);
+    return { user, privateUrlKey: key };
+  }
+}

@@ -1,0 +1,131 @@
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/sql';
+import { canUpdateUser, isUserPrincipal, type Principal } from '../auth/principal.js';
+import { policy } from '../auth/policy.js';
+import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
+import { ForbiddenError, NotFoundError } from '../errors/domain-errors.js';
+import { User } from '../users/user.entity.js';
+import type { CalendarKeyCodec } from './calendar-key.codec.js';
+
+/** The user a presented feed key belongs to. */
+export interface FeedOwner {
+  userId: string;
+  name: string;
+  timeZone: string;
+  updatedAt: Date;
+}
+
+interface KeyRow {
+  user_id: string;
+  nonce: string;
+}
+
+/**
+ * The calendar key's whole life: shown (created at first use), regenerated, resolved from a feed
+ * URL, invalidated with its user. Keys are never stored; see CalendarKeyCodec.
+ */
+export class CalendarFeedService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly codec: CalendarKeyCodec,
+  ) {}
+
+  /**
+   * Who may read a user's calendar URLs (SPEC section 2), the same rule on both faces: the user
+   * themself, or a holder of can_update_user (never a read-only account key). An OAuth token also
+   * needs a users scope, as the URLs are part of the user resource.
+   */
+  static assertMayReadUrls(principal: Principal, userId: string): void {
+    if (principal.kind === 'oauth' && !principal.scopes.has('users.read') && !principal.scopes.has('users.write')) {
+      throw new ForbiddenError('This OAuth token lacks the required scope: users.read');
+    }
+    if (policy.isSelf(principal, userId) || canUpdateUser(principal)) return;
+    throw new ForbiddenError(
+      isUserPrincipal(principal)
+        ? 'Only the user themself or a holder of can_update_user may read this user\'s calendar URLs.'
+        : 'This credential may not read calendar URLs.',
+    );
+  }
+
+  /**
+   * The current key of each given live user. A user without one gets one here, at first use:
+   * `insert ... on conflict do nothing` and a re-read, so concurrent first uses (and a concurrent
+   * regeneration) agree on the single row that won. Deleted users get none.
+   */
+  async currentKeys(userIds: readonly string[]): Promise<Map<string, string>> {
+    const ids = [...new Set(userIds)];
+    const keys = new Map<string, string>();
+    const collect = (rows: KeyRow[]) => rows.forEach((row) => keys.set(row.user_id, this.codec.keyFor(row.user_id, row.nonce)));
+    const select = (wanted: string[]) =>
+      this.em.execute<KeyRow[]>('select user_id, nonce from calendar_feed_keys where user_id in (?)', [wanted]);
+
+    collect(await select(ids));
+    const missing = ids.filter((id) => !keys.has(id));
+    if (missing.length === 0) return keys;
+
+    const fresh = missing.map((userId) => {
+      const nonce = this.codec.newNonce();
+      return { user_id: userId, nonce, key_digest: this.codec.digest(this.codec.keyFor(userId, nonce)) };
+    });
+    await this.em.execute(
+      `insert into calendar_feed_keys (user_id, nonce, key_digest)
+       select t.user_id, t.nonce, t.key_digest
+         from jsonb_to_recordset(?::jsonb) as t(user_id text, nonce text, key_digest text)
+         join users u on u.id = t.user_id and u.deleted_at is null
+       on conflict (user_id) do nothing`,
+      [JSON.stringify(fresh)],
+      'run',
+    );
+    collect(await select(missing));
+    return keys;
+  }
+
+  /**
+   * Replaces the user's key with a new one in one statement (an upsert that takes the row lock),
+   * so the old key is dead once this returns, and of concurrent regenerations the last to commit
+   * is the key that stays. The user row is share-locked first, so a concurrent deletion either
+   * waits for this (and then invalidates the new key) or wins (and this answers 404).
+   */
+  async regenerate(principal: Principal, userId: string): Promise<{ user: User; key: string }> {
+    policy.assertSelfOrUserManager(principal, userId);
+    if (!PUBLIC_ID_PATTERN.test(userId)) throw new NotFoundError('user');
+    return this.em.transactional(async (tx) => {
+      const user = await tx.findOne(User, { id: userId, account: principal.accountId, deletedAt: null }, { lockMode: LockMode.PESSIMISTIC_READ });
+      if (!user) throw new NotFoundError('user');
+      const nonce = this.codec.newNonce();
+      const key = this.codec.keyFor(user.id, nonce);
+      await tx.execute(
+        `insert into calendar_feed_keys (user_id, nonce, key_digest, created_at, rotated_at)
+         values (?, ?, ?, now(), now())
+         on conflict (user_id) do update set nonce = excluded.nonce, key_digest = excluded.key_digest, rotated_at = excluded.rotated_at`,
+        [user.id, nonce, this.codec.digest(key)],
+        'run',
+      );
+      return { user, key };
+    });
+  }
+
+  /**
+   * The owner of a presented feed key, or undefined. Every presented value costs the same: one
+   * SHA-256, one look-up on the unique digest index (a deleted user's row is gone, and the join
+   * excludes tombstones anyway), one HMAC and one constant-time comparison (against a decoy
+   * when nothing matched), so an unknown, an old and a deleted user's key are indistinguishable.
+   */
+  async findFeedOwner(presentedKey: string): Promise<FeedOwner | undefined> {
+    const [row] = await this.em.execute<{ user_id: string; nonce: string; name: string; time_zone: string; updated_at: Date | string }[]>(
+      `select k.user_id, k.nonce, u.name, u.time_zone, u.updated_at
+         from calendar_feed_keys k
+         join users u on u.id = k.user_id and u.deleted_at is null
+        where k.key_digest = ?`,
+      [this.codec.digest(presentedKey)],
+    );
+    const valid = this.codec.verify(presentedKey, row ? { userId: row.user_id, nonce: row.nonce } : undefined);
+    if (!row || !valid) return undefined;
+    return { userId: row.user_id, name: row.name, timeZone: row.time_zone, updatedAt: new Date(row.updated_at) };
+  }
+
+  /** In the deleting transaction: the key row goes, so the user's feed URL dies with the commit. */
+  static async invalidate(em: EntityManager, userId: string): Promise<void> {
+    await em.execute('delete from calendar_feed_keys where user_id = ?', [userId], 'run');
+  }
+}
