@@ -8,6 +8,7 @@ import { AccountsService } from './accounts/accounts.service.js';
 import { bootstrapAccount } from './accounts/bootstrap.js';
 import { allEntities } from './app/features.js';
 import { createApp } from './app/app.js';
+import { createRateLimiter } from './auth/rate-limit.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -27,7 +28,8 @@ async function main(): Promise<void> {
     );
   }
 
-  const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config) });
+  const rateLimiter = createRateLimiter({ perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, logger });
+  const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config), rateLimiter });
   await new Promise<void>((resolve) => server.httpServer.listen(config.port, resolve));
   logger.info({ port: config.port, database: database.kind, graphql: `${config.publicApiUrl}/graphql` }, 'account access gateway listening');
 
@@ -44,6 +46,7 @@ async function main(): Promise<void> {
     try {
       await server.stop();
       logger.info('http server stopped');
+      await rateLimiter.close();
       await database.close();
       logger.info('database closed; stopped');
       process.exit(0);

@@ -14,16 +14,23 @@ import { buildAppSchema } from '../graphql/schema.js';
 import { sendError, sendJson } from '../rest/envelopes.js';
 import { prepareRoutes, restRouter } from '../rest/executor.js';
 import { acceptVersioning, requireJsonBody } from '../rest/negotiation.js';
+import { ERROR_TABLE } from '../errors/error-table.js';
+import type { RateLimiter } from '../auth/rate-limit.js';
+import { corsAllowList } from './cors.js';
 import { features } from './features.js';
 import type { Runtime } from './runtime.js';
 
-export type AppSettings = Pick<AppConfig, 'publicApiUrl' | 'publicWebUrl' | 'publicFeedUrl' | 'apiVendor' | 'introspection' | 'landingPage'>;
+export type AppSettings = Pick<
+  AppConfig,
+  'publicApiUrl' | 'publicWebUrl' | 'publicFeedUrl' | 'apiVendor' | 'introspection' | 'landingPage' | 'corsOrigins' | 'graphqlMaxDepth' | 'graphqlMaxCost'
+>;
 
 export interface AppOptions {
   settings: AppSettings;
   database: Database;
   logger: Logger;
   serverSecret: Buffer;
+  rateLimiter: RateLimiter;
 }
 
 export interface App {
@@ -54,7 +61,14 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   const app = express();
   const httpServer = http.createServer(app);
-  const apollo = createApolloServer({ schema, logger, httpServer, introspection: settings.introspection, landingPage: settings.landingPage });
+  const apollo = createApolloServer({
+    schema,
+    logger,
+    httpServer,
+    introspection: settings.introspection,
+    landingPage: settings.landingPage,
+    limits: { maxDepth: settings.graphqlMaxDepth, maxCost: settings.graphqlMaxCost },
+  });
   await apollo.start();
 
   app.disable('x-powered-by');
@@ -66,6 +80,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     res.set('X-Request-Id', res.locals.requestId);
     next();
   });
+
+  app.use(corsAllowList(settings.corsOrigins));
 
   app.get('/healthz', (_req, res) => sendJson(res, 200, { status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
@@ -90,6 +106,27 @@ export async function createApp(options: AppOptions): Promise<App> {
       const authentication = await authenticate(em, req.get('authorization'), runtime.credentialResolvers);
       res.locals.context = createContext({ em, authentication, requestId: res.locals.requestId as string, runtime });
       next();
+    } catch (error) {
+      next(error);
+    }
+  });
+
+  // Every API request draws on its credential's budget (a user's keys and tokens share one);
+  // requests without a valid credential draw on their client address's.
+  app.use(async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const { authentication } = res.locals.context as Context;
+      const key = authentication.status === 'authenticated' ? authentication.principal.rateLimitKey : `address:${req.ip}`;
+      const decision = await options.rateLimiter.consume(key);
+      res.set({ 'ratelimit-limit': String(decision.limit), 'ratelimit-remaining': String(decision.remaining), 'ratelimit-reset': String(decision.resetSeconds) });
+      if (decision.allowed) return next();
+      res.set('Retry-After', String(decision.resetSeconds));
+      const detail = `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${decision.resetSeconds} seconds.`;
+      if (req.path === '/graphql') {
+        const { apiErrorCode } = ERROR_TABLE.rate_limited;
+        return sendJson(res, 429, { errors: [{ message: detail, extensions: { code: 'RATE_LIMITED', apiErrorCode } }] });
+      }
+      sendError(res, 'rate_limited', 'Rate Limit Exceeded', [detail]);
     } catch (error) {
       next(error);
     }

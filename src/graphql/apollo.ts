@@ -7,6 +7,7 @@ import type { Server } from 'node:http';
 import type { Logger } from '../logging/logger.js';
 import type { Context } from './context.js';
 import { classifyError, formatGraphQLError } from './errors.js';
+import { queryLimitRules, type QueryLimits } from './limits.js';
 
 /** Logs what will be masked, with the request id that the masked error carries to the client. */
 function maskedErrorLogging(logger: Logger): ApolloServerPlugin<Context> {
@@ -35,6 +36,7 @@ export interface ApolloOptions {
   httpServer: Server;
   introspection: boolean;
   landingPage: boolean;
+  limits: QueryLimits;
   plugins?: ApolloServerPlugin<Context>[];
 }
 
@@ -46,6 +48,7 @@ export function createApolloServer(options: ApolloOptions): ApolloServer<Context
     // main.ts owns SIGTERM/SIGINT: it drains HTTP, stops Apollo, then closes the database.
     stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: false,
+    validationRules: queryLimitRules(options.limits),
     formatError: formatGraphQLError,
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer }),

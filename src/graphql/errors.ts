@@ -1,6 +1,7 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { DomainError, type ErrorKind } from '../errors/domain-errors.js';
 import { ERROR_TABLE } from '../errors/error-table.js';
+import { QUERY_LIMIT_EXTENSION } from './limits.js';
 
 export interface ClassifiedError {
   kind: ErrorKind;
@@ -41,7 +42,8 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
   const classified = classifyError(error);
   const translation = ERROR_TABLE[classified.kind];
   const standardCode = formatted.extensions?.code;
-  const keepStandardCode = classified.kind === 'invalid_input' && typeof standardCode === 'string' && standardCode.startsWith('GRAPHQL_');
+  const queryLimit = formatted.extensions?.[QUERY_LIMIT_EXTENSION];
+  const keepStandardCode = classified.kind === 'invalid_input' && !queryLimit && typeof standardCode === 'string' && standardCode.startsWith('GRAPHQL_');
   return {
     message: classified.kind === 'internal' ? 'Internal server error' : classified.details[0] ?? classified.message,
     ...(formatted.locations ? { locations: formatted.locations } : {}),
@@ -49,6 +51,7 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
     extensions: {
       code: keepStandardCode ? standardCode : translation.graphqlCode,
       apiErrorCode: translation.apiErrorCode,
+      ...(queryLimit ? { [QUERY_LIMIT_EXTENSION]: queryLimit } : {}),
       ...(classified.details.length > 1 ? { details: classified.details } : {}),
     },
   };

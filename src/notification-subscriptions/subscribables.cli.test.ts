@@ -59,7 +59,7 @@ describe('accessctl seed', () => {
   test('also registers a few subscribable entities in the seeded account, idempotently', async () => {
     const account = await h.createAccount();
     const result = await seedCommand.run(h.database, { account: account.id, users: '3' }, io);
-    expect(result).toEqual({ account: { id: account.id }, users_created: 3, subscribables: DEMO_SUBSCRIBABLES.length });
+    expect(result).toEqual({ account: { id: account.id }, users_created: 3, shifts_created: 6, subscribables: DEMO_SUBSCRIBABLES.length });
     const [users] = await h.database.em().execute<{ n: number }[]>('select count(*)::int as n from users where account_id = ?', [account.id]);
     expect(users!.n).toBe(4); // the owner and the three seeded users
     await seedCommand.run(h.database, { account: account.id, users: '1' }, io);

@@ -5,7 +5,8 @@ import supertest from 'supertest';
 import { createApp, type AppSettings } from '../../src/app/app.js';
 import type { Runtime } from '../../src/app/runtime.js';
 import type { Database } from '../../src/db/database.js';
-import { createLogger } from '../../src/logging/logger.js';
+import { createLogger, type Logger } from '../../src/logging/logger.js';
+import { createRateLimiter, type RateLimiter } from '../../src/auth/rate-limit.js';
 import { bootstrapAccount } from '../../src/accounts/bootstrap.js';
 import { AccountsService } from '../../src/accounts/accounts.service.js';
 import { Account } from '../../src/accounts/account.entity.js';
@@ -21,6 +22,9 @@ export const TEST_SETTINGS: AppSettings = {
   apiVendor: 'pagerduty',
   introspection: true,
   landingPage: false,
+  corsOrigins: ['https://app.test.example'],
+  graphqlMaxDepth: 12,
+  graphqlMaxCost: 5000,
 };
 
 export type Credential = { token: string } | { bearer: string } | { header: string } | undefined;
@@ -66,7 +70,14 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(options: { onQuery?: (sql: string) => void } = {}): Promise<Harness> {
+export interface HarnessOptions {
+  onQuery?: (sql: string) => void;
+  settings?: Partial<AppSettings>;
+  /** Defaults to an in-memory limiter generous enough never to interfere. */
+  rateLimiter?: (logger: Logger) => RateLimiter;
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const database = await openTestDatabase(options);
   const logs: string[] = [];
   const sink = new Writable({
@@ -76,7 +87,8 @@ export async function startHarness(options: { onQuery?: (sql: string) => void } 
     },
   });
   const logger = createLogger({ logLevel: 'debug' }, sink);
-  const server = await createApp({ settings: TEST_SETTINGS, database, logger, serverSecret: randomBytes(32) });
+  const rateLimiter = options.rateLimiter?.(logger) ?? createRateLimiter({ perMinute: 1_000_000, logger });
+  const server = await createApp({ settings: { ...TEST_SETTINGS, ...options.settings }, database, logger, serverSecret: randomBytes(32), rateLimiter });
   const agent = supertest(server.app);
 
   const harness: Harness = {
@@ -123,6 +135,7 @@ export async function startHarness(options: { onQuery?: (sql: string) => void } 
     },
     async close() {
       await server.stop();
+      await rateLimiter.close();
       await database.close();
     },
   };
