@@ -83,6 +83,21 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   app.use(corsAllowList(settings.corsOrigins));
 
+  // One line per request: no query string, and the calendar key inside feed URLs is redacted.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      logger.info({
+        requestId: res.locals.requestId,
+        method: req.method,
+        path: req.path.replace(/^\/private\/[^/]+/, '/private/[redacted]'),
+        status: res.statusCode,
+        durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+      }, 'request');
+    });
+    next();
+  });
+
   app.get('/healthz', (_req, res) => sendJson(res, 200, { status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
     try {

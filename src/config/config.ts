@@ -123,7 +123,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     introspection: boolean('GRAPHQL_INTROSPECTION', !production),
     landingPage: boolean('GRAPHQL_LANDING_PAGE', !production),
     graphqlMaxDepth: integer('GRAPHQL_MAX_DEPTH', 12, 1, 100),
-    graphqlMaxCost: integer('GRAPHQL_MAX_COST', 5000, 1, 1_000_000),
+    graphqlMaxCost: integer('GRAPHQL_MAX_COST', 20_000, 1, 1_000_000),
   };
   if (config.redisUrl !== undefined) url('REDIS_URL', 'redis://localhost', ['redis:', 'rediss:']);
   if (problems.length > 0) throw new ConfigError(problems);

@@ -24,7 +24,7 @@ export const TEST_SETTINGS: AppSettings = {
   landingPage: false,
   corsOrigins: ['https://app.test.example'],
   graphqlMaxDepth: 12,
-  graphqlMaxCost: 5000,
+  graphqlMaxCost: 20_000,
 };
 
 export type Credential = { token: string } | { bearer: string } | { header: string } | undefined;
