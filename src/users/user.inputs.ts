@@ -1,5 +1,6 @@
 import { Field, ID, InputType, ObjectType } from 'type-graphql';
-import { EmailAddressResolver, TimeZoneResolver } from 'graphql-scalars';
+import { EmailAddressResolver } from 'graphql-scalars';
+import { TimeZoneScalar } from '../graphql/scalars.js';
 import type { UserRole } from '../auth/roles.js';
 import type { User } from './user.entity.js';
 import { UserRoleEnum, UserType } from './user.type.js';
@@ -12,7 +13,7 @@ export class CreateUserInput {
   @Field(() => EmailAddressResolver, { description: '6 to 100 characters, unique in the account ignoring case.' })
   email!: string;
 
-  @Field(() => TimeZoneResolver, { nullable: true, description: 'Defaults to the account\'s time zone.' })
+  @Field(() => TimeZoneScalar, { nullable: true, description: 'Defaults to the account\'s time zone.' })
   timeZone?: string;
 
   @Field(() => String, { nullable: true })
@@ -39,7 +40,7 @@ export class UpdateUserInput {
   @Field(() => EmailAddressResolver, { nullable: true })
   email?: string;
 
-  @Field(() => TimeZoneResolver, { nullable: true })
+  @Field(() => TimeZoneScalar, { nullable: true })
   timeZone?: string;
 
   @Field(() => String, { nullable: true })

@@ -1,5 +1,6 @@
 import { Field, ID, ObjectType, registerEnumType } from 'type-graphql';
-import { DateTimeResolver, EmailAddressResolver, TimeZoneResolver } from 'graphql-scalars';
+import { DateTimeResolver, EmailAddressResolver } from 'graphql-scalars';
+import { TimeZoneScalar } from '../graphql/scalars.js';
 import type { UserRole } from '../auth/roles.js';
 import { connectionType } from '../graphql/connection.js';
 import type { User } from './user.entity.js';
@@ -35,7 +36,7 @@ export class UserType implements Partial<Record<keyof User, unknown>> {
   @Field(() => EmailAddressResolver)
   email!: string;
 
-  @Field(() => TimeZoneResolver, { description: 'IANA time zone name.' })
+  @Field(() => TimeZoneScalar, { description: 'IANA time zone name.' })
   timeZone!: string;
 
   @Field({ description: 'The schedule color.' })
