@@ -48,6 +48,7 @@ async function main(): Promise<void> {
       logger.info('http server stopped');
       await rateLimiter.close();
       await database.close();
+      clearTimeout(deadline);
       logger.info('database closed; stopped');
       process.exit(0);
     } catch (error) {

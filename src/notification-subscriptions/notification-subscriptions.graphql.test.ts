@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { execute, parse } from 'graphql';
-import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
+import { startHarness, type Harness } from '../../test/support/harness.js';
+import { subscriptionFixtures } from '../../test/support/subscriptions.js';
 import { buildAppSchema } from '../graphql/schema.js';
 import { createContext } from '../graphql/context.js';
 import { classifyError } from '../graphql/errors.js';
 import type { OAuthPrincipal } from '../auth/principal.js';
-import { SubscribablesService } from './subscribables.service.js';
-import type { SubscribableType } from './subscribable.entity.js';
 
 let h: Harness;
+const { register, stored, countsScenario } = subscriptionFixtures(() => h);
 /** SQL statements seen while `counting` is on (every statement the app runs goes through onQuery). */
 let counting = false;
 let queries: string[] = [];
@@ -24,18 +24,6 @@ afterAll(async () => {
   await h.close();
 });
 
-async function register(account: TestAccount, type: SubscribableType, id: string, name = `${type} ${id}`): Promise<void> {
-  await new SubscribablesService(h.database.em()).add({ accountId: account.id, type, id, name });
-}
-
-async function stored(userId: string): Promise<string[]> {
-  const rows = await h.database.em().execute<{ type: string; public_id: string }[]>(
-    `select s.type, s.public_id from notification_subscriptions ns join subscribables s on s.id = ns.subscribable_id
-      where ns.user_id = ? order by ns.id`,
-    [userId],
-  );
-  return rows.map((row) => `${row.type}:${row.public_id}`);
-}
 
 const SUBSCRIBE = `mutation ($input: CreateNotificationSubscriptionsInput!) {
   createNotificationSubscriptions(input: $input) {
@@ -60,14 +48,7 @@ const item = (subscribableType: 'INCIDENT' | 'BUSINESS_SERVICE', subscribableId:
 
 describe('GraphQL counts scenario', () => {
   test('createNotificationSubscriptions and removeNotificationSubscriptions report the same outcomes as REST', async () => {
-    const account = await h.createAccount();
-    const other = await h.createAccount();
-    const user = await h.createUser(account);
-    await register(account, 'incident', 'PINC001', 'Checkout is slow');
-    await register(account, 'business_service', 'PBIZ001', 'Payments');
-    await register(account, 'incident', 'PINC002', 'Disk full');
-    await register(account, 'incident', 'PINC003', 'Never subscribed');
-    await register(other, 'incident', 'PFOREIGN', 'Another account\'s incident');
+    const { account, user } = await countsScenario();
 
     const first = await h.graphql(SUBSCRIBE, { input: { userId: user.id, subscribables: [item('INCIDENT', 'PINC001'), item('BUSINESS_SERVICE', 'PBIZ001'), item('INCIDENT', 'PFOREIGN')] } }, user.key);
     expect(first.errors).toBeUndefined();

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
-import { SubscribablesService } from './subscribables.service.js';
-import type { SubscribableType } from './subscribable.entity.js';
+import { startHarness, type Harness } from '../../test/support/harness.js';
+import { subscriptionFixtures } from '../../test/support/subscriptions.js';
 
 let h: Harness;
+const { register, stored, countsScenario } = subscriptionFixtures(() => h);
 beforeAll(async () => {
   h = await startHarness();
 });
@@ -11,33 +11,13 @@ afterAll(async () => {
   await h.close();
 });
 
-async function register(account: TestAccount, type: SubscribableType, id: string, name = `${type} ${id}`): Promise<void> {
-  await new SubscribablesService(h.database.em()).add({ accountId: account.id, type, id, name });
-}
-
-/** What the database holds for the user, in subscription order. */
-async function stored(userId: string): Promise<string[]> {
-  const rows = await h.database.em().execute<{ type: string; public_id: string }[]>(
-    `select s.type, s.public_id from notification_subscriptions ns join subscribables s on s.id = ns.subscribable_id
-      where ns.user_id = ? order by ns.id`,
-    [userId],
-  );
-  return rows.map((row) => `${row.type}:${row.public_id}`);
-}
 
 const ref = (subscribable_type: string, subscribable_id: string) => ({ subscribable_type, subscribable_id });
 const path = (userId: string) => `/users/${userId}/notification_subscriptions`;
 
 describe('REST counts scenario', () => {
   test('subscribe reports success/duplicate/unauthorized in request order; unsubscribe counts deleted/unauthorized/non-existent', async () => {
-    const account = await h.createAccount();
-    const other = await h.createAccount();
-    const user = await h.createUser(account);
-    await register(account, 'incident', 'PINC001', 'Checkout is slow');
-    await register(account, 'business_service', 'PBIZ001', 'Payments');
-    await register(account, 'incident', 'PINC002', 'Disk full');
-    await register(account, 'incident', 'PINC003', 'Never subscribed');
-    await register(other, 'incident', 'PFOREIGN', 'Another account\'s incident');
+    const { account, other, user } = await countsScenario();
 
     const first = await h.rest('post', path(user.id), {
       key: user.key,
