@@ -8,6 +8,8 @@ export interface AppConfig {
   port: number;
   /** Unset means the embedded PGlite database under `dataDir`. */
   databaseUrl: string | undefined;
+  /** Read replicas of `databaseUrl`; reads of listings may go there, credentials never do. */
+  databaseReplicaUrls: string[];
   dataDir: string;
   publicApiUrl: string;
   publicWebUrl: string;
@@ -90,6 +92,12 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const databaseUrl = read('DATABASE_URL');
   if (databaseUrl !== undefined) url('DATABASE_URL', 'postgres://localhost/postgres', ['postgres:', 'postgresql:']);
 
+  const databaseReplicaUrls = (read('DATABASE_REPLICA_URLS') ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const replica of databaseReplicaUrls) {
+    if (!/^postgres(ql)?:\/\//.test(replica) || !URL.canParse(replica)) problems.push(`DATABASE_REPLICA_URLS must be a comma-separated list of postgres:// URLs (bad entry "${replica}")`);
+  }
+  if (databaseReplicaUrls.length && databaseUrl === undefined) problems.push('DATABASE_REPLICA_URLS needs DATABASE_URL (the embedded database has no replicas)');
+
   const apiVendor = read('API_VENDOR') ?? 'pagerduty';
   if (!/^[a-z0-9][a-z0-9.-]*$/i.test(apiVendor)) problems.push(`API_VENDOR must be a plain vendor name such as "pagerduty" (got "${apiVendor}")`);
 
@@ -109,6 +117,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const config: AppConfig = {
     port,
     databaseUrl,
+    databaseReplicaUrls,
     dataDir: path.resolve(read('DATA_DIR') ?? '.data'),
     publicApiUrl: url('PUBLIC_API_URL', `http://localhost:${port}`, ['http:', 'https:']),
     publicWebUrl: url('PUBLIC_WEB_URL', `http://localhost:${port}`, ['http:', 'https:']),

@@ -15,6 +15,8 @@ export type { EntityManager };
 export interface DatabaseOptions {
   /** `postgres://...`; unset means embedded PGlite. */
   databaseUrl: string | undefined;
+  /** Read replicas (PostgreSQL only). */
+  replicaUrls?: string[];
   /** Where embedded PGlite keeps its files; unset (with no URL) means in memory, for tests. */
   dataDir: string | undefined;
   entities: Function[];
@@ -46,50 +48,74 @@ function queryLoggerFactory(onQuery: (sql: string) => void): () => OrmLogger {
   });
 }
 
-export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const common: Partial<Options> = {
-    entities: options.entities,
+/** What every connection shares: entities, metadata from decorators, the checked-in migrations. */
+export function baseOrmOptions(entities: Function[], onQuery?: (sql: string) => void): Partial<Options> {
+  return {
+    entities,
     metadataProvider: ReflectMetadataProvider,
     extensions: [Migrator],
     migrations: { migrationsList, transactional: true, allOrNothing: true, snapshot: false, silent: true },
     allowGlobalContext: false,
-    ...(options.onQuery ? { debug: ['query'], loggerFactory: queryLoggerFactory(options.onQuery) } : { debug: false }),
+    ...(onQuery ? { debug: ['query'], loggerFactory: queryLoggerFactory(onQuery) } : { debug: false }),
   };
+}
 
+/**
+ * Replicas serve only the reads that ask for them (`connectionType: 'read'`, used by listings);
+ * everything else, credential look-ups and every read a write depends on included, uses the
+ * primary, so a revoked token is never accepted from a lagging replica.
+ */
+export function postgresOrmOptions(databaseUrl: string, poolMax = 10, replicaUrls: readonly string[] = []): Partial<Options> {
+  return {
+    driver: PostgreSqlDriver,
+    clientUrl: databaseUrl,
+    pool: { max: poolMax },
+    ...(replicaUrls.length ? { replicas: replicaUrls.map((clientUrl) => ({ clientUrl })), preferReadReplicas: false } : {}),
+  };
+}
+
+export interface EmbeddedConnection {
+  options: Partial<Options>;
+  close(): Promise<void>;
+}
+
+/**
+ * PGlite with pg_trgm, persisted under `dataDir` (in memory without one). Takes the data
+ * directory's single-process lock first, so a second process fails fast instead of sharing files.
+ */
+export async function openEmbedded(dataDir: string | undefined): Promise<EmbeddedConnection> {
+  const releaseLock = dataDir ? acquireEmbeddedLock(dataDir) : () => {};
+  try {
+    const pglite = await PGlite.create({ dataDir: dataDir ? path.join(dataDir, 'pgdata') : undefined, extensions: { pg_trgm } });
+    return {
+      options: { driver: PgliteDriver, dbName: 'embedded', driverOptions: { pglite: () => pglite } },
+      async close() {
+        await pglite.close();
+        releaseLock();
+      },
+    };
+  } catch (error) {
+    releaseLock();
+    throw error;
+  }
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  const base = baseOrmOptions(options.entities, options.onQuery);
   let orm: MikroORM;
-  let kind: Database['kind'];
-  let releaseLock: () => void = () => {};
-  let pglite: PGlite | undefined;
-
+  let embedded: EmbeddedConnection | undefined;
   if (options.databaseUrl) {
-    kind = 'postgresql';
-    orm = await MikroORM.init({
-      ...common,
-      driver: PostgreSqlDriver,
-      clientUrl: options.databaseUrl,
-      pool: { max: options.poolMax ?? 10 },
-    } as Options);
+    orm = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, options.poolMax, options.replicaUrls) } as Options);
   } else {
-    kind = 'embedded';
-    if (options.dataDir) releaseLock = acquireEmbeddedLock(options.dataDir);
+    embedded = await openEmbedded(options.dataDir);
     try {
-      pglite = await PGlite.create({
-        dataDir: options.dataDir ? path.join(options.dataDir, 'pgdata') : undefined,
-        extensions: { pg_trgm },
-      });
-      const instance = pglite;
-      orm = await MikroORM.init({
-        ...common,
-        driver: PgliteDriver,
-        dbName: 'embedded',
-        driverOptions: { pglite: () => instance },
-      } as Options);
+      orm = await MikroORM.init({ ...base, ...embedded.options } as Options);
     } catch (error) {
-      await pglite?.close().catch(() => {});
-      releaseLock();
+      await embedded.close().catch(() => {});
       throw error;
     }
   }
+  const kind: Database['kind'] = embedded ? 'embedded' : 'postgresql';
 
   const em = () => orm.em.fork() as EntityManager;
   return {
@@ -105,8 +131,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     },
     async close() {
       await orm.close(true);
-      await pglite?.close();
-      releaseLock();
+      await embedded?.close();
     },
   };
 }

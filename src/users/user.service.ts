@@ -79,11 +79,13 @@ export class UsersService {
       orderBy: [{ name: 'asc' }, { id: 'asc' }],
       limit: options.first + 1,
       offset: options.after ? 0 : options.offset ?? 0,
+      // Listings tolerate replica lag; nothing else reads from a replica.
+      connectionType: 'read',
     });
     return {
       items: rows.slice(0, options.first),
       hasNextPage: rows.length > options.first,
-      countTotal: () => this.em.count(User, filter),
+      countTotal: () => this.em.count(User, filter, { connectionType: 'read' }),
     };
   }
 

@@ -72,6 +72,8 @@ export interface Harness {
 
 export interface HarnessOptions {
   onQuery?: (sql: string) => void;
+  /** PostgreSQL only: read replicas for the test database. */
+  replicaUrls?: string[];
   settings?: Partial<AppSettings>;
   /** Defaults to an in-memory limiter generous enough never to interfere. */
   rateLimiter?: (logger: Logger) => RateLimiter;
