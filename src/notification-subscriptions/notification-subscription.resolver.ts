@@ -1,3 +1,4 @@
+import DataLoader from 'dataloader';
 import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import type { Requirement } from '../auth/auth-checker.js';
 import { InvalidInputError } from '../errors/domain-errors.js';
@@ -116,7 +117,25 @@ export class UserNotificationSubscriptionsResolver {
     description: 'The entities this user is subscribed to, in subscription order. The user themself or can_update_user (FORBIDDEN otherwise).',
   })
   notificationSubscriptions(@Root() user: User, @Args(() => NotificationSubscriptionsPageArgs) args: NotificationSubscriptionsPageArgs, @Ctx() context: Context) {
-    return subscriptionsConnection(context, user.id, args, (options) => notificationSubscriptionsService(context).listFor(user, options));
+    return subscriptionsConnection(context, user.id, args, async (options) => {
+      const service = notificationSubscriptionsService(context);
+      // A cursor names one user's list, so only first/offset pages are batched across users.
+      if (options.afterId) return service.listFor(user, options);
+      service.assertMayRead(user.id);
+      const counts = context.loaders.get('notification-subscription-counts', () =>
+        new DataLoader<string, number>(async (userIds) => {
+          const found = await service.countsFor(userIds);
+          return userIds.map((id) => found.get(id) ?? 0);
+        }),
+      );
+      const pages = context.loaders.get(`notification-subscription-pages:${options.first}:${options.offset}`, () =>
+        new DataLoader<string, SubscriptionPage>(async (userIds) => {
+          const found = await service.pagesFor(userIds, { first: options.first, offset: options.offset }, (userId) => counts.load(userId));
+          return userIds.map((id) => found.get(id)!);
+        }),
+      );
+      return pages.load(user.id);
+    });
   }
 }
 

@@ -236,4 +236,38 @@ describe('N+1', () => {
     // authentication, the user, the page (joined with the entities), the total
     expect(fifty).toBeLessThanOrEqual(4);
   });
+
+  test('a page of users with their subscriptions costs the same statements for 3 users as for 12', async () => {
+    async function measureUsers(users: number): Promise<number> {
+      const account = await h.createAccount();
+      await register(account, 'incident', 'PSHARED', 'Shared incident');
+      await register(account, 'business_service', 'PSVC', 'Shared service');
+      for (let i = 0; i < users; i++) {
+        const user = await h.createUser(account);
+        const input = { userId: user.id, subscribables: [item('INCIDENT', 'PSHARED'), item('BUSINESS_SERVICE', 'PSVC')] };
+        expect((await h.graphql(SUBSCRIBE, { input }, account.key)).errors).toBeUndefined();
+      }
+      queries = [];
+      counting = true;
+      const listed = await h.graphql(
+        '{ users(first: 50) { nodes { id notificationSubscriptions(first: 1) { totalCount pageInfo { hasNextPage } nodes { subscribableName } } } } }',
+        {},
+        account.key,
+      );
+      counting = false;
+      expect(listed.errors).toBeUndefined();
+      const withSubscriptions = listed.data.users.nodes.filter((node: any) => node.notificationSubscriptions.totalCount === 2);
+      expect(withSubscriptions).toHaveLength(users);
+      for (const node of withSubscriptions) {
+        expect(node.notificationSubscriptions.nodes.map((n: { subscribableName: string }) => n.subscribableName)).toEqual(['Shared incident']);
+        expect(node.notificationSubscriptions.pageInfo.hasNextPage).toBe(true);
+      }
+      return queries.length;
+    }
+    const few = await measureUsers(3);
+    const many = await measureUsers(12);
+    expect(many).toBe(few);
+    // authentication, the users page, the page ids (LATERAL), the subscriptions with entities, the counts
+    expect(many).toBeLessThanOrEqual(5);
+  });
 });

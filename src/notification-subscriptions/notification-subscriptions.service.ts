@@ -177,6 +177,62 @@ export class NotificationSubscriptionsService {
     return this.listFor(await this.subscriber(userId, { write: false }), options);
   }
 
+  /**
+   * The same page (first/offset) of several users' lists in two statements, whatever the number of
+   * users: a LATERAL query walks each user's index for the page's ids, then one joined query loads
+   * those subscriptions with their entities. Callers check access to each user first (`assertMayRead`).
+   */
+  async pagesFor(
+    userIds: readonly string[],
+    options: { first: number; offset: number },
+    countTotal: (userId: string) => Promise<number>,
+  ): Promise<Map<string, SubscriptionPage>> {
+    const pages = new Map<string, SubscriptionPage>();
+    if (userIds.length === 0) return pages;
+    if (userIds.length === 1) {
+      // One user: a single joined query does it.
+      const [userId] = userIds as [string];
+      const page = await this.listFor({ id: userId }, options);
+      return pages.set(userId, { ...page, countTotal: () => countTotal(userId) });
+    }
+    const picked = await this.em.execute<{ id: string }[]>(
+      `select ns.id from (values ${userIds.map(() => '(?::varchar)').join(', ')}) as u(id)
+         cross join lateral (
+           select id from notification_subscriptions
+            where user_id = u.id and account_id = ?
+            order by id limit ? offset ?
+         ) ns`,
+      [...userIds, this.principal.accountId, options.first + 1, options.offset],
+    );
+    const rows = picked.length
+      ? await this.em.find(NotificationSubscription, { id: { $in: picked.map((row) => String(row.id)) } }, { populate: ['subscribable'], strategy: 'joined', orderBy: { id: 'asc' } })
+      : [];
+    for (const userId of userIds) {
+      const own = rows.filter((row) => row.userId === userId);
+      pages.set(userId, { items: own.slice(0, options.first), hasNextPage: own.length > options.first, countTotal: () => countTotal(userId) });
+    }
+    return pages;
+  }
+
+  /** How many subscriptions each user has, in one statement. */
+  async countsFor(userIds: readonly string[]): Promise<Map<string, number>> {
+    const rows = userIds.length
+      ? await this.em.execute<{ user_id: string; n: number | string }[]>(
+          `select user_id, count(*) as n from notification_subscriptions
+            where account_id = ? and user_id in (${userIds.map(() => '?').join(', ')}) group by user_id`,
+          [this.principal.accountId, ...userIds],
+        )
+      : [];
+    const counts = new Map(userIds.map((id) => [id, 0]));
+    for (const row of rows) counts.set(row.user_id, Number(row.n));
+    return counts;
+  }
+
+  /** The user themself, or a holder of can_update_user. */
+  assertMayRead(userId: string): void {
+    policy.assertSelfOrUserManager(this.principal, userId);
+  }
+
   /** As `list`, for a user already loaded (the `User.notificationSubscriptions` field). */
   async listFor(user: Pick<User, 'id'>, options: SubscriptionListOptions): Promise<SubscriptionPage> {
     policy.assertSelfOrUserManager(this.principal, user.id);
