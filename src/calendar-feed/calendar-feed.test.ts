@@ -85,6 +85,12 @@ describe('calendar feed', () => {
     expect(renewed.status).toBe(200);
     expect(events(renewed.text)).toEqual(events(feed.text));
     expect((await ownUrls(alice)).http).toBe(regenerated.body.user.http_cal_url);
+
+    // Feed requests are logged with the key redacted: neither key reaches the logs.
+    const oldKey = /\/private\/([^/]+)\/feed$/.exec(before.http)![1]!;
+    const logs = h.logs.join('\n');
+    expect(logs).toContain('/private/[redacted]/feed');
+    for (const key of [oldKey, newKey]) expect(logs.includes(key)).toBe(false);
   });
 
   test('GraphQL regenerateUserCalendarKey returns the user and the key; the old key stops working', async () => {
