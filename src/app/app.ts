@@ -9,12 +9,12 @@ import { authenticate } from '../auth/authenticate.js';
 import { deriveKey } from '../auth/server-secret.js';
 import { createApolloServer } from '../graphql/apollo.js';
 import { createContext, type Context } from '../graphql/context.js';
+import { graphqlErrorBody } from '../graphql/errors.js';
 import { CursorCodec } from '../graphql/cursor.js';
 import { buildAppSchema } from '../graphql/schema.js';
 import { sendError, sendJson } from '../rest/envelopes.js';
 import { prepareRoutes, restRouter } from '../rest/executor.js';
 import { acceptVersioning, requireJsonBody } from '../rest/negotiation.js';
-import { ERROR_TABLE } from '../errors/error-table.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import { corsAllowList } from './cors.js';
 import { features } from './features.js';
@@ -138,8 +138,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       res.set('Retry-After', String(decision.resetSeconds));
       const detail = `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${decision.resetSeconds} seconds.`;
       if (req.path === '/graphql') {
-        const { apiErrorCode } = ERROR_TABLE.rate_limited;
-        return sendJson(res, 429, { errors: [{ message: detail, extensions: { code: 'RATE_LIMITED', apiErrorCode } }] });
+        return sendJson(res, 429, graphqlErrorBody('rate_limited', detail));
       }
       sendError(res, 'rate_limited', 'Rate Limit Exceeded', [detail]);
     } catch (error) {
@@ -164,7 +163,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     if (type === 'encoding.unsupported' || type === 'charset.unsupported') return sendError(res, 'unsupported_media_type', 'Unsupported Media Type', ['Request bodies must be UTF-8 JSON.']);
     logger.error({ err: error, requestId: res.locals.requestId }, 'unhandled error');
     if (req.path === '/graphql') {
-      return sendJson(res, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR', apiErrorCode: 2000, requestId: res.locals.requestId } }] });
+      return sendJson(res, 500, graphqlErrorBody('internal', 'Internal server error', { requestId: res.locals.requestId }));
     }
     sendError(res, 'internal', 'Internal Server Error', [`Quote request id ${res.locals.requestId} when reporting this error.`]);
   });

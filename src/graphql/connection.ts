@@ -1,4 +1,5 @@
 import { Field, Int, ObjectType, type ClassType } from 'type-graphql';
+import { InvalidInputError } from '../errors/domain-errors.js';
 
 @ObjectType({ description: 'Relay page information.' })
 export class PageInfo {
@@ -80,4 +81,19 @@ export function connectionType<T>(name: string, nodeType: () => ClassType): Clas
   }
 
   return Connection;
+}
+
+/** Offset paging reaches no further than this (the v2 API's window). */
+export const MAX_OFFSET_WINDOW = 10_000;
+
+/**
+ * The page arguments connections accept: `first` from 1 to `maxFirst`, and either `after` or
+ * `offset` (offset + first within the window). Returns the offset to use.
+ */
+export function checkPageArgs(args: { first: number; offset?: number | null; after?: string | null }, maxFirst: number): number {
+  if (!Number.isInteger(args.first) || args.first < 1 || args.first > maxFirst) throw new InvalidInputError(`first must be from 1 to ${maxFirst}`);
+  const offset = args.offset ?? 0;
+  if (offset < 0 || offset + args.first > MAX_OFFSET_WINDOW) throw new InvalidInputError(`offset must be at least 0 and offset + first at most ${MAX_OFFSET_WINDOW}`);
+  if (args.after && args.offset) throw new InvalidInputError('give either after or offset, not both');
+  return offset;
 }

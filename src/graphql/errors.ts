@@ -56,3 +56,9 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
     },
   };
 }
+
+/** A GraphQL error response for failures outside execution (rate limit, a crash before Apollo ran). */
+export function graphqlErrorBody(kind: ErrorKind, message: string, extensions: Record<string, unknown> = {}) {
+  const { graphqlCode, apiErrorCode } = ERROR_TABLE[kind];
+  return { errors: [{ message, extensions: { code: graphqlCode, apiErrorCode, ...extensions } }] };
+}

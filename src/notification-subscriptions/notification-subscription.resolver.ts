@@ -2,6 +2,7 @@ import DataLoader from 'dataloader';
 import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import type { Requirement } from '../auth/auth-checker.js';
 import { InvalidInputError } from '../errors/domain-errors.js';
+import { checkPageArgs } from '../graphql/connection.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import type { User } from '../users/user.entity.js';
 import { UserType } from '../users/user.type.js';
@@ -18,7 +19,6 @@ import {
 import { MAX_SUBSCRIPTIONS_PAGE_SIZE, NotificationSubscriptionsService, type SubscriptionPage } from './notification-subscriptions.service.js';
 import type { SubscribableType } from './subscribable.entity.js';
 
-const MAX_OFFSET_WINDOW = 10_000;
 const SUBSCRIPTIONS_CURSOR = 'notification-subscriptions';
 
 @ArgsType()
@@ -50,12 +50,7 @@ async function subscriptionsConnection(
   args: NotificationSubscriptionsPageArgs,
   load: (options: { first: number; offset: number; afterId?: string }) => Promise<SubscriptionPage>,
 ) {
-  if (!Number.isInteger(args.first) || args.first < 1 || args.first > MAX_SUBSCRIPTIONS_PAGE_SIZE) {
-    throw new InvalidInputError(`first must be from 1 to ${MAX_SUBSCRIPTIONS_PAGE_SIZE}`);
-  }
-  const offset = args.offset ?? 0;
-  if (offset < 0 || offset + args.first > MAX_OFFSET_WINDOW) throw new InvalidInputError(`offset must be at least 0 and offset + first at most ${MAX_OFFSET_WINDOW}`);
-  if (args.after && args.offset) throw new InvalidInputError('give either after or offset, not both');
+  const offset = checkPageArgs(args, MAX_SUBSCRIPTIONS_PAGE_SIZE);
   let afterId: string | undefined;
   if (args.after) {
     const cursor = context.runtime.cursors.decode<{ u?: unknown; i?: unknown }>(SUBSCRIPTIONS_CURSOR, args.after, 'after');

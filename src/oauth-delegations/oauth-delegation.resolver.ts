@@ -3,6 +3,7 @@ import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Int, Mu
 import { DateTimeResolver, URLResolver } from 'graphql-scalars';
 import type { Requirement } from '../auth/auth-checker.js';
 import { InvalidInputError } from '../errors/domain-errors.js';
+import { checkPageArgs } from '../graphql/connection.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import type { User } from '../users/user.entity.js';
 import { UserType } from '../users/user.type.js';
@@ -56,9 +57,7 @@ export function oauthDelegationsService(context: Context): OAuthDelegationsServi
 
 /** Newest first, keyset-paged: a cursor holds the last row's (created_at, id), signed. */
 function pageRequest(args: DelegationPageArgs, context: Context): DelegationPageRequest {
-  if (!Number.isInteger(args.first) || args.first < 1 || args.first > MAX_DELEGATION_PAGE_SIZE) {
-    throw new InvalidInputError(`first must be from 1 to ${MAX_DELEGATION_PAGE_SIZE}`);
-  }
+  checkPageArgs(args, MAX_DELEGATION_PAGE_SIZE);
   let after: DelegationPosition | undefined;
   if (args.after) {
     const position = context.runtime.cursors.decode<{ c?: unknown; i?: unknown }>(DELEGATIONS_CURSOR, args.after, 'cursor');

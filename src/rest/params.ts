@@ -1,10 +1,11 @@
 import { InvalidInputError, MissingArgumentError } from '../errors/domain-errors.js';
+import { MAX_OFFSET_WINDOW } from '../graphql/connection.js';
 
 export type Query = Record<string, string | string[] | undefined>;
 
 export const CLASSIC_DEFAULT_LIMIT = 25;
 export const CLASSIC_MAX_LIMIT = 100;
-export const CLASSIC_MAX_WINDOW = 10_000;
+export const CLASSIC_MAX_WINDOW = MAX_OFFSET_WINDOW;
 
 /** The last value of a single-valued parameter (a repeated one counts as given once, last wins). */
 export function single(query: Query, name: string): string | undefined {

@@ -1,8 +1,8 @@
 import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { URLResolver } from 'graphql-scalars';
 import type { Requirement } from '../auth/auth-checker.js';
+import { checkPageArgs } from '../graphql/connection.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
-import { InvalidInputError } from '../errors/domain-errors.js';
 import { User } from './user.entity.js';
 import { MAX_PAGE_SIZE, UsersService } from './user.service.js';
 import { UserConnection, UserType } from './user.type.js';
@@ -17,7 +17,6 @@ import {
   UpdateUsersPayload,
 } from './user.inputs.js';
 
-const MAX_OFFSET_WINDOW = 10_000;
 const USERS_CURSOR = 'users';
 
 @ArgsType()
@@ -56,10 +55,7 @@ export class UserResolver {
   @Authorized<Requirement>('users.read')
   @Query(() => UserConnection, { description: 'Users of the account, ordered by name then id.' })
   async users(@Args(() => UsersArgs) args: UsersArgs, @Ctx() context: Context) {
-    if (!Number.isInteger(args.first) || args.first < 1 || args.first > MAX_PAGE_SIZE) throw new InvalidInputError(`first must be from 1 to ${MAX_PAGE_SIZE}`);
-    const offset = args.offset ?? 0;
-    if (offset < 0 || offset + args.first > MAX_OFFSET_WINDOW) throw new InvalidInputError(`offset must be at least 0 and offset + first at most ${MAX_OFFSET_WINDOW}`);
-    if (args.after && args.offset) throw new InvalidInputError('give either after or offset, not both');
+    const offset = checkPageArgs(args, MAX_PAGE_SIZE);
     const after = args.after ? context.runtime.cursors.decode<{ n: string; i: string }>(USERS_CURSOR, args.after, 'after') : undefined;
     const page = await usersService(context).list({
       query: args.query,
