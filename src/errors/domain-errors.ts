@@ -12,6 +12,8 @@ export type ErrorKind =
   | 'rate_limited'
   | 'not_acceptable'
   | 'unsupported_media_type'
+  | 'conflict'
+  | 'unavailable'
   | 'internal';
 
 export class DomainError extends Error {
@@ -66,5 +68,22 @@ export class NotFoundError extends DomainError {
 export class RateLimitedError extends DomainError {
   constructor(readonly retryAfterSeconds: number) {
     super('rate_limited', 'Rate Limit Exceeded', [`Too many requests; retry in ${retryAfterSeconds} seconds.`]);
+  }
+}
+
+/** The request collides with another one still in progress (e.g. the same idempotency key). */
+export class ConflictError extends DomainError {
+  constructor(detail: string) {
+    super('conflict', 'Conflict', [detail]);
+  }
+}
+
+/**
+ * A dependency is away or saturated (database unreachable, statement or lock timeout, contention
+ * that retries did not resolve): the request may succeed if sent again after `retryAfterSeconds`.
+ */
+export class ServiceUnavailableError extends DomainError {
+  constructor(detail = 'The service is temporarily unavailable; retry shortly.', readonly retryAfterSeconds = 1) {
+    super('unavailable', 'Service Unavailable', [detail]);
   }
 }

@@ -6,6 +6,8 @@ export type GraphQLErrorCode =
   | 'NOT_FOUND'
   | 'BAD_USER_INPUT'
   | 'RATE_LIMITED'
+  | 'CONFLICT'
+  | 'SERVICE_UNAVAILABLE'
   | 'INTERNAL_SERVER_ERROR';
 
 export interface ErrorTranslation {
@@ -25,6 +27,10 @@ export const ERROR_TABLE: Record<ErrorKind, ErrorTranslation> = {
   not_acceptable: { graphqlCode: 'BAD_USER_INPUT', httpStatus: 406, apiErrorCode: 2001 },
   unsupported_media_type: { graphqlCode: 'BAD_USER_INPUT', httpStatus: 415, apiErrorCode: 2001 },
   rate_limited: { graphqlCode: 'RATE_LIMITED', httpStatus: 429, apiErrorCode: 2020 },
+  // 2002 is the v2 API's "Arguments Caused Error": the request is valid but collides with another.
+  conflict: { graphqlCode: 'CONFLICT', httpStatus: 409, apiErrorCode: 2002 },
+  // Retry later: clients and load balancers tell this from a defect by the status and Retry-After.
+  unavailable: { graphqlCode: 'SERVICE_UNAVAILABLE', httpStatus: 503, apiErrorCode: 2000 },
   internal: { graphqlCode: 'INTERNAL_SERVER_ERROR', httpStatus: 500, apiErrorCode: 2000 },
 };
 

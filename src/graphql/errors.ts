@@ -1,6 +1,7 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { DomainError, type ErrorKind } from '../errors/domain-errors.js';
 import { ERROR_TABLE } from '../errors/error-table.js';
+import { isDatabaseUnavailable } from '../db/database-errors.js';
 import { QUERY_LIMIT_EXTENSION } from './limits.js';
 
 export interface ClassifiedError {
@@ -33,6 +34,9 @@ export function classifyError(error: unknown): ClassifiedError {
     if (code === undefined || (typeof code === 'string' && INPUT_ERROR_CODES.has(code))) {
       return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [error instanceof GraphQLError ? error.message : original.message] };
     }
+  }
+  if (isDatabaseUnavailable(original)) {
+    return { kind: 'unavailable', message: 'Service Unavailable', details: ['The database is unavailable or busy; retry shortly.'] };
   }
   return { kind: 'internal', message: 'Internal Server Error', details: [] };
 }

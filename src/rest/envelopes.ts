@@ -22,5 +22,6 @@ export function sendJson(res: Response, status: number, body: unknown, headers: 
 
 export function sendError(res: Response, kind: ErrorKind, message: string, details: string[]): void {
   const { status, body } = errorEnvelope(kind, message, details);
-  sendJson(res, status, body);
+  // A 503 always says when to come back, so clients and load balancers retry instead of failing.
+  sendJson(res, status, body, kind === 'unavailable' ? { 'Retry-After': '1' } : {});
 }

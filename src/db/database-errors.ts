@@ -1,0 +1,29 @@
+import { ConnectionException, DeadlockException, LockWaitTimeoutException } from '@mikro-orm/core';
+
+/**
+ * SQLSTATEs that say "not now" rather than "wrong": the server is shutting down or refusing
+ * connections, a statement or lock timeout fired, or contention outlasted its retries.
+ */
+const TRANSIENT_SQLSTATES = new Set([
+  '57014', // query_canceled (statement_timeout)
+  '55P03', // lock_not_available (lock_timeout)
+  '40001', // serialization_failure
+  '40P01', // deadlock_detected
+  '53300', // too_many_connections
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+]);
+const TRANSIENT_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND']);
+const TRANSIENT_MESSAGES = [/connection terminated/i, /timeout exceeded when trying to connect/i, /driver has already been destroyed/i, /connection .*(closed|ended)/i];
+
+/** True when a database error means the database is away or busy, so the request may be retried. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
+    if (current instanceof ConnectionException || current instanceof DeadlockException || current instanceof LockWaitTimeoutException) return true;
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && (TRANSIENT_SQLSTATES.has(code) || TRANSIENT_NODE_CODES.has(code))) return true;
+    if (TRANSIENT_MESSAGES.some((pattern) => pattern.test(current.message))) return true;
+  }
+  return false;
+}
