@@ -10,6 +10,21 @@ export interface UserFields {
   jobTitle?: string | null;
 }
 
+/**
+ * Length bounds of the user's string inputs, declared once: both faces validate with them and the
+ * REST description publishes them. A search term longer than the longest name or email can match
+ * nothing, so it shares their bound.
+ */
+export const USER_FIELD_LIMITS = {
+  name: 100,
+  email: { min: 6, max: 100 },
+  jobTitle: 100,
+  description: 1024,
+  color: 32,
+  timeZone: 64,
+  searchQuery: 100,
+} as const;
+
 // Deliberately the shape the public API accepts: local@domain.tld, no spaces.
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 const TIME_ZONE_PATTERN = /^[A-Za-z][A-Za-z0-9_+\-]*(\/[A-Za-z0-9_+\-]+)*$/;
@@ -42,24 +57,28 @@ export function validateUserFields(fields: UserFields, options: { creating: bool
   if (name === undefined) {
     if (options.creating) problems.push(`${at('name')} is required`);
   } else if (typeof name !== 'string' || name.trim() === '') problems.push(`${at('name')} must not be empty`);
-  else if (name.trim().length > 100) problems.push(`${at('name')} must be at most 100 characters`);
+  else if (name.trim().length > USER_FIELD_LIMITS.name) problems.push(`${at('name')} must be at most ${USER_FIELD_LIMITS.name} characters`);
 
   if (email === undefined) {
     if (options.creating) problems.push(`${at('email')} is required`);
   } else if (typeof email !== 'string' || !EMAIL_PATTERN.test(email.trim())) problems.push(`${at('email')} is not a valid email address`);
-  else if (email.trim().length < 6 || email.trim().length > 100) problems.push(`${at('email')} must be 6 to 100 characters`);
+  else if (email.trim().length < USER_FIELD_LIMITS.email.min || email.trim().length > USER_FIELD_LIMITS.email.max) {
+    problems.push(`${at('email')} must be ${USER_FIELD_LIMITS.email.min} to ${USER_FIELD_LIMITS.email.max} characters`);
+  }
 
-  if (timeZone !== undefined && (typeof timeZone !== 'string' || !isIanaTimeZone(timeZone))) {
+  if (timeZone !== undefined && (typeof timeZone !== 'string' || timeZone.length > USER_FIELD_LIMITS.timeZone || !isIanaTimeZone(timeZone))) {
     problems.push(`${at('time_zone')} must be an IANA time zone name such as "America/Lima"`);
   }
-  if (color !== undefined && (typeof color !== 'string' || color.trim() === '' || color.length > 32)) {
-    problems.push(`${at('color')} must be a color name of at most 32 characters`);
+  if (color !== undefined && (typeof color !== 'string' || color.trim() === '' || color.length > USER_FIELD_LIMITS.color)) {
+    problems.push(`${at('color')} must be a color name of at most ${USER_FIELD_LIMITS.color} characters`);
   }
   if (role !== undefined && !isUserRole(role)) problems.push(`${at('role')} must be one of ${USER_ROLES.join(', ')}`);
   if (role === 'owner') problems.push(`${at('role')} owner cannot be assigned through the API`);
-  if (description !== undefined && description !== null && typeof description !== 'string') problems.push(`${at('description')} must be a string or null`);
-  if (jobTitle !== undefined && jobTitle !== null && (typeof jobTitle !== 'string' || jobTitle.length > 100)) {
-    problems.push(`${at('job_title')} must be at most 100 characters`);
+  if (description !== undefined && description !== null && (typeof description !== 'string' || description.length > USER_FIELD_LIMITS.description)) {
+    problems.push(`${at('description')} must be a string of at most ${USER_FIELD_LIMITS.description} characters, or null`);
+  }
+  if (jobTitle !== undefined && jobTitle !== null && (typeof jobTitle !== 'string' || jobTitle.length > USER_FIELD_LIMITS.jobTitle)) {
+    problems.push(`${at('job_title')} must be at most ${USER_FIELD_LIMITS.jobTitle} characters`);
   }
   return problems;
 }
