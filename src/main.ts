@@ -18,7 +18,11 @@ async function main(): Promise<void> {
   if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
 
   if (database.kind === 'embedded' && (await new AccountsService(database.em()).countAccounts()) === 0) {
-    const demo = await bootstrapAccount(database.em(), { accountName: 'Demo account', ownerEmail: 'owner@example.com', ownerName: 'Demo Owner' });
+    const demo = await database.transactions.run(
+      database.em(),
+      (tx) => bootstrapAccount(tx, { accountName: 'Demo account', ownerEmail: 'owner@example.com', ownerName: 'Demo Owner' }),
+      'accounts.bootstrap',
+    );
     // Printed straight to the terminal, once, never through the logger: logs must not carry keys.
     process.stdout.write(
       `\nCreated a demo account on the embedded database.\n` +

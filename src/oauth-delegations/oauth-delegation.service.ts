@@ -289,7 +289,7 @@ export async function issueDelegation(em: EntityManager, options: IssueDelegatio
   if (!Number.isSafeInteger(lifetime) || lifetime < 1 || lifetime > MAX_LIFETIME_SECONDS) throw new InvalidInputError('expires-in is out of range');
 
   const [user] = PUBLIC_ID_PATTERN.test(options.userId)
-    ? await em.execute<{ id: string; account_id: string }[]>('select id, account_id from users where id = ? and deleted_at is null', [options.userId])
+    ? await em.execute<{ id: string; account_id: string }[]>('select id, account_id from users where id = ? and deleted_at is null for share', [options.userId])
     : [];
   if (!user) throw new InvalidInputError(`user ${options.userId} does not exist or has been deleted`);
 
