@@ -21,10 +21,10 @@ export const DEFAULT_TRANSACTION_POLICY: TransactionPolicy = {
 };
 
 /** SQLSTATEs after which the whole unit of work is re-run: the database rolled it back, nothing of it remains. */
-const RETRYABLE_SQLSTATES: Record<string, string> = {
-  '40P01': 'deadlock_detected',
-  '40001': 'serialization_failure',
-};
+const RETRYABLE_SQLSTATES = new Map([
+  ['40P01', 'deadlock_detected'],
+  ['40001', 'serialization_failure'],
+]);
 const LOCK_NOT_AVAILABLE = '55P03';
 
 export interface TransactionEvent {
@@ -96,10 +96,11 @@ export class TransactionRunner {
           this.notify('gaveUp', { label, attempt, sqlState, reason: 'lock_timeout' });
           throw new ServiceUnavailableError(`The resource is busy: a lock was not granted within ${this.policy.lockTimeoutMs} ms; retry shortly.`);
         }
-        if (sqlState === undefined || !(sqlState in RETRYABLE_SQLSTATES)) throw error;
+        const collision = sqlState === undefined ? undefined : RETRYABLE_SQLSTATES.get(sqlState);
+        if (sqlState === undefined || collision === undefined) throw error;
         if (attempt >= this.policy.maxAttempts) {
           this.notify('gaveUp', { label, attempt, sqlState, reason: 'retries_exhausted' });
-          throw new ServiceUnavailableError(`The resource is busy: concurrent writes collided (${RETRYABLE_SQLSTATES[sqlState]}) ${attempt} times; retry shortly.`);
+          throw new ServiceUnavailableError(`The resource is busy: concurrent writes collided (${collision}) ${attempt} times; retry shortly.`);
         }
         const delayMs = this.backoff(attempt + 1);
         this.notify('retrying', { label, attempt, sqlState, delayMs });
