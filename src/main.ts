@@ -13,12 +13,16 @@ import { createRateLimiter } from './auth/rate-limit.js';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config);
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, replicaUrls: config.databaseReplicaUrls, dataDir: config.dataDir, entities: allEntities() });
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, replicaUrls: config.databaseReplicaUrls, lockTimeoutMs: config.databaseLockTimeoutMs, dataDir: config.dataDir, entities: allEntities() });
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
 
   if (database.kind === 'embedded' && (await new AccountsService(database.em()).countAccounts()) === 0) {
-    const demo = await bootstrapAccount(database.em(), { accountName: 'Demo account', ownerEmail: 'owner@example.com', ownerName: 'Demo Owner' });
+    const demo = await database.transactions.run(
+      database.em(),
+      (tx) => bootstrapAccount(tx, { accountName: 'Demo account', ownerEmail: 'owner@example.com', ownerName: 'Demo Owner' }),
+      'accounts.bootstrap',
+    );
     // Printed straight to the terminal, once, never through the logger: logs must not carry keys.
     process.stdout.write(
       `\nCreated a demo account on the embedded database.\n` +

@@ -38,3 +38,11 @@ test('every bad value is reported at once, by name', () => {
 test('public URLs lose a trailing slash, so self links have exactly one', () => {
   expect(loadConfig({ PUBLIC_API_URL: 'https://api.example.com/' }).publicApiUrl).toBe('https://api.example.com');
 });
+
+test('DATABASE_LOCK_TIMEOUT_MS bounds how long a write waits for a row lock: 5 s by default, 1 ms to 10 min', () => {
+  expect(loadConfig({}).databaseLockTimeoutMs).toBe(5_000);
+  expect(loadConfig({ DATABASE_LOCK_TIMEOUT_MS: '750' }).databaseLockTimeoutMs).toBe(750);
+  for (const bad of ['0', '-5', '1.5', '5s', '600001']) {
+    expect(() => loadConfig({ DATABASE_LOCK_TIMEOUT_MS: bad })).toThrow(/DATABASE_LOCK_TIMEOUT_MS must be an integer from 1 to 600000/);
+  }
+});

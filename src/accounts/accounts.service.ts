@@ -32,7 +32,7 @@ export class AccountsService {
     if (options.userId) {
       if (options.readOnly) throw new InvalidInputError('a user key acts with the user\'s role; --read-only applies to account keys only');
       const [user] = await this.em.execute<{ id: string }[]>(
-        'select id from users where id = ? and account_id = ? and deleted_at is null',
+        'select id from users where id = ? and account_id = ? and deleted_at is null for share',
         [options.userId, account.id],
       );
       if (!user) throw new NotFoundError('user');

@@ -4,6 +4,7 @@ import express, { Router, type NextFunction, type Request, type Response } from 
 import { expressMiddleware } from '@as-integrations/express5';
 import type { AppConfig } from '../config/config.js';
 import type { Database } from '../db/database.js';
+import type { TransactionObserver } from '../db/transaction.js';
 import type { Logger } from '../logging/logger.js';
 import { authenticate } from '../auth/authenticate.js';
 import { deriveKey } from '../auth/server-secret.js';
@@ -49,6 +50,17 @@ export function buildRuntime(settings: AppSettings, serverSecret: Buffer): Runti
     cursors: new CursorCodec(deriveKey(serverSecret, 'pagination-cursor')),
     credentialResolvers: features.flatMap((feature) => feature.credentialResolvers ?? []),
     userDeletedHooks: features.flatMap((feature) => (feature.onUserDeleted ? [feature.onUserDeleted] : [])),
+  };
+}
+
+/**
+ * Contention is a normal event, not a defect: retries are debug lines, and a write that gives up
+ * (answered 503 busy) is a warning with the request id the client can quote.
+ */
+function transactionLog(logger: Logger, requestId: string): TransactionObserver {
+  return {
+    retrying: (event) => logger.debug({ requestId, ...event }, 'write transaction retried after a conflict'),
+    gaveUp: (event) => logger.warn({ requestId, ...event }, 'write transaction gave up: answered busy'),
   };
 }
 
@@ -119,7 +131,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     try {
       const em = database.em();
       const authentication = await authenticate(em, req.get('authorization'), runtime.credentialResolvers);
-      res.locals.context = createContext({ em, authentication, requestId: res.locals.requestId as string, runtime });
+      const requestId = res.locals.requestId as string;
+      const transactions = database.transactions.observedBy(transactionLog(logger, requestId));
+      res.locals.context = createContext({ em, authentication, requestId, runtime, transactions });
       next();
     } catch (error) {
       next(error);

@@ -22,7 +22,7 @@ export function calendarFeedHttpRoutes(router: Router, deps: HttpRouteDeps): voi
   router.get('/private/:key/feed', async (req: Request, res: Response, next: NextFunction) => {
     try {
       const em = deps.database.em();
-      const owner = await new CalendarFeedService(em, calendarKeyCodec(deps.runtime.serverSecret)).findFeedOwner(String(req.params.key));
+      const owner = await new CalendarFeedService(em, calendarKeyCodec(deps.runtime.serverSecret), deps.database.transactions).findFeedOwner(String(req.params.key));
       res.set(FEED_HEADERS);
       if (!owner) return sendError(res, 'not_found', 'Not Found', ['No calendar feed at this URL.']);
       const shifts = await new OnCallShiftsService(em).forFeed(owner.userId);

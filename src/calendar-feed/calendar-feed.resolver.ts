@@ -13,7 +13,7 @@ import { RegenerateUserCalendarKeyInput, RegenerateUserCalendarKeyPayload } from
 const KEYS_LOADER = 'calendar-feed-keys';
 
 function calendarFeedService(context: Context): CalendarFeedService {
-  return new CalendarFeedService(context.em, calendarKeyCodec(context.runtime.serverSecret));
+  return new CalendarFeedService(context.em, calendarKeyCodec(context.runtime.serverSecret), context.transactions);
 }
 
 /** Per request: the current key of each user asked for, in one batch (created at first use). */

@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/sql';
 import { canUpdateUser, isUserPrincipal, type Principal } from '../auth/principal.js';
 import { policy } from '../auth/policy.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
+import type { TransactionRunner } from '../db/transaction.js';
 import { ForbiddenError, NotFoundError } from '../errors/domain-errors.js';
 import { User } from '../users/user.entity.js';
 import type { CalendarKeyCodec } from './calendar-key.codec.js';
@@ -28,6 +29,7 @@ export class CalendarFeedService {
   constructor(
     private readonly em: EntityManager,
     private readonly codec: CalendarKeyCodec,
+    private readonly transactions: TransactionRunner,
   ) {}
 
   /**
@@ -50,7 +52,9 @@ export class CalendarFeedService {
   /**
    * The current key of each given live user. A user without one gets one here, at first use:
    * `insert ... on conflict do nothing` and a re-read, so concurrent first uses (and a concurrent
-   * regeneration) agree on the single row that won. Deleted users get none.
+   * regeneration) agree on the single row that won. Deleted users get none: the users are
+   * share-locked (in id order, like every multi-user lock) as the keys are added, so a deletion in
+   * progress is waited for and then seen, and never leaves a key behind.
    */
   async currentKeys(userIds: readonly string[]): Promise<Map<string, string>> {
     const ids = [...new Set(userIds)];
@@ -67,15 +71,18 @@ export class CalendarFeedService {
       const nonce = this.codec.newNonce();
       return { user_id: userId, nonce, key_digest: this.codec.digest(this.codec.keyFor(userId, nonce)) };
     });
-    await this.em.execute(
-      `insert into calendar_feed_keys (user_id, nonce, key_digest)
-       select t.user_id, t.nonce, t.key_digest
-         from jsonb_to_recordset(?::jsonb) as t(user_id text, nonce text, key_digest text)
-         join users u on u.id = t.user_id and u.deleted_at is null
-       on conflict (user_id) do nothing`,
-      [JSON.stringify(fresh)],
-      'run',
-    );
+    await this.transactions.run(this.em, (tx) =>
+      tx.execute(
+        `insert into calendar_feed_keys (user_id, nonce, key_digest)
+         select t.user_id, t.nonce, t.key_digest
+           from jsonb_to_recordset(?::jsonb) as t(user_id text, nonce text, key_digest text)
+           join users u on u.id = t.user_id and u.deleted_at is null
+          order by u.id
+            for share of u
+         on conflict (user_id) do nothing`,
+        [JSON.stringify(fresh)],
+        'run',
+      ), 'calendarFeed.firstKeys');
     collect(await select(missing));
     return keys;
   }
@@ -89,7 +96,7 @@ export class CalendarFeedService {
   async regenerate(principal: Principal, userId: string): Promise<{ user: User; key: string }> {
     policy.assertSelfOrUserManager(principal, userId);
     if (!PUBLIC_ID_PATTERN.test(userId)) throw new NotFoundError('user');
-    return this.em.transactional(async (tx) => {
+    return this.transactions.run(this.em, async (tx) => {
       const user = await tx.findOne(User, { id: userId, account: principal.accountId, deletedAt: null }, { lockMode: LockMode.PESSIMISTIC_READ });
       if (!user) throw new NotFoundError('user');
       const nonce = this.codec.newNonce();
@@ -102,7 +109,7 @@ export class CalendarFeedService {
         'run',
       );
       return { user, key };
-    });
+    }, 'calendarFeed.regenerate');
   }
 
   /**

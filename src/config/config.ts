@@ -10,6 +10,8 @@ export interface AppConfig {
   databaseUrl: string | undefined;
   /** Read replicas of `databaseUrl`; reads of listings may go there, credentials never do. */
   databaseReplicaUrls: string[];
+  /** How long a write waits for a row lock before answering 503 busy (`SET LOCAL lock_timeout`). */
+  databaseLockTimeoutMs: number;
   dataDir: string;
   publicApiUrl: string;
   publicWebUrl: string;
@@ -118,6 +120,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     port,
     databaseUrl,
     databaseReplicaUrls,
+    databaseLockTimeoutMs: integer('DATABASE_LOCK_TIMEOUT_MS', 5_000, 1, 600_000),
     dataDir: path.resolve(read('DATA_DIR') ?? '.data'),
     publicApiUrl: url('PUBLIC_API_URL', `http://localhost:${port}`, ['http:', 'https:']),
     publicWebUrl: url('PUBLIC_WEB_URL', `http://localhost:${port}`, ['http:', 'https:']),

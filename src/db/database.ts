@@ -9,6 +9,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { migrationsList } from './migrations/index.js';
 import { acquireEmbeddedLock } from './embedded-lock.js';
+import { DEFAULT_TRANSACTION_POLICY, TransactionRunner, type TransactionObserver } from './transaction.js';
 
 export type { EntityManager };
 
@@ -23,12 +24,18 @@ export interface DatabaseOptions {
   /** Receives every SQL statement; tests count queries with it. */
   onQuery?: (sql: string) => void;
   poolMax?: number;
+  /** `SET LOCAL lock_timeout` of every write transaction (DATABASE_LOCK_TIMEOUT_MS). */
+  lockTimeoutMs?: number;
+  /** Sees every retried and abandoned write transaction; tests count retries with it. */
+  transactionObserver?: TransactionObserver;
 }
 
 export interface Database {
   orm: MikroORM;
   kind: 'embedded' | 'postgresql';
   em(): EntityManager;
+  /** Every write goes through it: lock timeout, bounded retries of deadlocks and serialization failures. */
+  transactions: TransactionRunner;
   migrate(): Promise<string[]>;
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -118,10 +125,15 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const kind: Database['kind'] = embedded ? 'embedded' : 'postgresql';
 
   const em = () => orm.em.fork() as EntityManager;
+  const transactions = new TransactionRunner(
+    { ...DEFAULT_TRANSACTION_POLICY, lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_TRANSACTION_POLICY.lockTimeoutMs },
+    options.transactionObserver ? [options.transactionObserver] : [],
+  );
   return {
     orm,
     kind,
     em,
+    transactions,
     async migrate() {
       const applied = await orm.migrator.up();
       return applied.map((migration) => migration.name);

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/sql';
 import type { Runtime } from '../app/runtime.js';
 import type { Authentication } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
+import type { TransactionRunner } from '../db/transaction.js';
 import { AuthenticationError } from '../errors/domain-errors.js';
 import { LoaderRegistry } from './loaders.js';
 
@@ -12,9 +13,11 @@ export interface Context {
   requestId: string;
   runtime: Runtime;
   loaders: LoaderRegistry;
+  /** Runs the request's writes (lock timeout, bounded retries); reports to the log with the request id. */
+  transactions: TransactionRunner;
 }
 
-export function createContext(options: { em: EntityManager; authentication: Authentication; requestId: string; runtime: Runtime }): Context {
+export function createContext(options: { em: EntityManager; authentication: Authentication; requestId: string; runtime: Runtime; transactions: TransactionRunner }): Context {
   return { ...options, loaders: new LoaderRegistry() };
 }
 

@@ -40,7 +40,7 @@ class UserNotificationSubscriptionsArgs extends NotificationSubscriptionsPageArg
 }
 
 export function notificationSubscriptionsService(context: Context): NotificationSubscriptionsService {
-  return new NotificationSubscriptionsService(context.em, requirePrincipal(context));
+  return new NotificationSubscriptionsService(context.em, requirePrincipal(context), context.transactions);
 }
 
 /** Checks the page arguments and serves one page of a user's subscriptions as a connection. */

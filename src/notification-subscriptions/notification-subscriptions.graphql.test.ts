@@ -177,7 +177,7 @@ describe('GraphQL access', () => {
     await register(account, 'incident', 'PINC001');
     const run = (scopes: string[], source: string, variableValues: Record<string, unknown>) => {
       const principal: OAuthPrincipal = { kind: 'oauth', accountId: account.id, credentialId: 'test-delegation', rateLimitKey: `user:${user.id}`, userId: user.id, role: 'user', scopes: new Set(scopes) };
-      const contextValue = createContext({ em: h.database.em(), authentication: { status: 'authenticated', principal }, requestId: 'test', runtime: h.runtime });
+      const contextValue = createContext({ em: h.database.em(), authentication: { status: 'authenticated', principal }, requestId: 'test', runtime: h.runtime, transactions: h.database.transactions });
       return execute({ schema, document: parse(source), contextValue, variableValues });
     };
     const denial = (errors: readonly unknown[] | undefined) => (errors?.length ? classifyError(errors[0]) : undefined);

@@ -1,9 +1,11 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import type { Principal } from '../auth/principal.js';
+import type { TransactionRunner } from '../db/transaction.js';
 import { policy } from '../auth/policy.js';
 import { NotFoundError, UnprocessableError } from '../errors/domain-errors.js';
 import type { User } from '../users/user.entity.js';
 import { UsersService } from '../users/user.service.js';
+import { lockLiveUser } from '../users/user-locks.js';
 import { NotificationSubscription } from './notification-subscription.entity.js';
 import { MAX_SUBSCRIBABLE_FIELD_LENGTH, SUBSCRIBABLE_TYPES, isSubscribableType, type SubscribableType } from './subscribable.entity.js';
 
@@ -82,21 +84,26 @@ export class NotificationSubscriptionsService {
   constructor(
     private readonly em: EntityManager,
     private readonly principal: Principal,
+    private readonly transactions: TransactionRunner,
   ) {}
 
   /** The target user (404 for unknown, deleted or another account's), once the caller may act for them. */
   private async subscriber(userId: string, options: { write: boolean }): Promise<User> {
-    const user = await new UsersService(this.em, this.principal).get(userId);
+    const user = await new UsersService(this.em, this.principal, this.transactions).get(userId);
     policy.assertSelfOrUserManager(this.principal, user.id);
     if (options.write) policy.assertCanWrite(this.principal);
     return user;
   }
 
-  /** Takes the user's subscription lock, then makes sure the user was not deleted meanwhile. */
+  /**
+   * Locks the user's row (the first lock of every write about a user), which also proves the user
+   * was not deleted meanwhile. It serializes the user's subscription writes: concurrent calls
+   * naming the same entities in different orders would otherwise take unique-index locks in
+   * opposite orders, and a subscribe racing the user's deletion could leave a subscription behind.
+   * The unique index, not this lock, decides between success and duplicate.
+   */
   private async lockLiveSubscriber(em: EntityManager, userId: string): Promise<void> {
-    await lockSubscriptionsOf(em, userId);
-    const [live] = await em.execute<{ id: string }[]>('select id from users where id = ? and deleted_at is null', [userId]);
-    if (!live) throw new NotFoundError('user');
+    if (!(await lockLiveUser(em, this.principal.accountId, userId))) throw new NotFoundError('user');
   }
 
   /**
@@ -123,7 +130,7 @@ export class NotificationSubscriptionsService {
     const user = await this.subscriber(userId, { write: true });
     validateSubscribables(items);
     const accountId = this.principal.accountId;
-    return this.em.transactional(async (em) => {
+    return this.transactions.run(this.em, async (em) => {
       await this.lockLiveSubscriber(em, user.id);
       const known = await this.resolve(em, items);
       const ids = items.map((item) => known.get(refKey(item))).filter((id): id is string => id !== undefined);
@@ -149,14 +156,14 @@ export class NotificationSubscriptionsService {
           result: id === undefined ? 'unauthorized' : created.has(id) ? 'success' : 'duplicate',
         };
       });
-    });
+    }, 'notificationSubscriptions.subscribe');
   }
 
   /** Removes the user's subscriptions to the given entities, in one transaction, and counts what happened to each. */
   async unsubscribe(userId: string, items: readonly SubscribableRef[]): Promise<RemovalCounts> {
     const user = await this.subscriber(userId, { write: true });
     validateSubscribables(items);
-    return this.em.transactional(async (em) => {
+    return this.transactions.run(this.em, async (em) => {
       await this.lockLiveSubscriber(em, user.id);
       const known = await this.resolve(em, items);
       const ids = [...known.values()];
@@ -169,7 +176,7 @@ export class NotificationSubscriptionsService {
         deletedCount = rows.length;
       }
       return { deletedCount, unauthorizedCount: items.length - ids.length, nonExistentCount: ids.length - deletedCount };
-    });
+    }, 'notificationSubscriptions.unsubscribe');
   }
 
   /** A page of the user's subscriptions in subscription order, with each entity loaded by a join. */
@@ -256,18 +263,7 @@ export class NotificationSubscriptionsService {
   }
 }
 
-/**
- * Serializes one user's subscription writes until the transaction ends. Concurrent calls naming
- * the same entities in different orders would otherwise take index locks in opposite orders and
- * deadlock, and a subscribe racing the user's deletion could leave a subscription behind. The
- * unique index, not this lock, decides between success and duplicate.
- */
-async function lockSubscriptionsOf(em: EntityManager, userId: string): Promise<void> {
-  await em.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`notification_subscriptions:${userId}`]);
-}
-
-/** Runs inside the transaction that deletes the user. */
+/** Runs inside the transaction that deletes the user, which holds the user's row lock that subscription writes queue on. */
 export async function removeSubscriptionsOfUser(em: EntityManager, userId: string): Promise<void> {
-  await lockSubscriptionsOf(em, userId);
   await em.nativeDelete(NotificationSubscription, { userId });
 }

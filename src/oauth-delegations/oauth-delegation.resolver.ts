@@ -52,7 +52,7 @@ class UserDelegationPageArgs extends DelegationPageArgs {
 }
 
 export function oauthDelegationsService(context: Context): OAuthDelegationsService {
-  return new OAuthDelegationsService(context.em, requirePrincipal(context));
+  return new OAuthDelegationsService(context.em, requirePrincipal(context), context.transactions);
 }
 
 /** Newest first, keyset-paged: a cursor holds the last row's (created_at, id), signed. */

@@ -6,8 +6,10 @@ import type { Principal } from '../auth/principal.js';
 import { SCOPES } from '../auth/scopes.js';
 import { digestSecret, newSecretToken } from '../auth/secrets.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
+import type { TransactionRunner } from '../db/transaction.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import type { DeletedUser } from '../users/user-lifecycle.js';
+import { lockLiveUser } from '../users/user-locks.js';
 import {
   DELEGATION_TYPES,
   OAuthDelegation,
@@ -119,6 +121,7 @@ export class OAuthDelegationsService {
   constructor(
     private readonly em: EntityManager,
     private readonly principal: Principal,
+    private readonly transactions: TransactionRunner,
   ) {}
 
   /** The user themself, or a holder of can_update_user (SPEC section 2). */
@@ -134,15 +137,19 @@ export class OAuthDelegationsService {
       throw new InvalidInputError(`type ${refused.join(', ')} cannot be revoked here; allowed values: ${REVOCABLE_TYPES.join(', ')}`);
     }
     this.assertMayManage(userId);
-    // The reference lists no 404 for this operation: an unknown user (or another account's) is invalid input.
-    if (!(await isLiveUser(this.em, this.principal.accountId, userId))) {
-      throw new InvalidInputError(`user ${userId} is not a user of this account`);
-    }
-    return revokeIssued(
-      this.em,
-      { accountId: this.principal.accountId, userId, types: [...new Set(types)] },
-      { principal: this.principal, at: new Date(), reason: 'sign_out' },
-    );
+    return this.transactions.run(this.em, async (em) => {
+      // The user's row first (the lock order of every write about a user): a revocation queues
+      // behind the user's deletion, which revokes everything itself, instead of crossing it.
+      // The reference lists no 404 for this operation: an unknown user (or another account's) is invalid input.
+      if (!(await lockLiveUser(em, this.principal.accountId, userId))) {
+        throw new InvalidInputError(`user ${userId} is not a user of this account`);
+      }
+      return revokeIssued(
+        em,
+        { accountId: this.principal.accountId, userId, types: [...new Set(types)] },
+        { principal: this.principal, at: new Date(), reason: 'sign_out' },
+      );
+    }, 'oauthDelegations.revoke');
   }
 
   /** A user's delegations, newest first; 404 for a user that is not (or no longer) in the account. */
@@ -282,7 +289,7 @@ export async function issueDelegation(em: EntityManager, options: IssueDelegatio
   if (!Number.isSafeInteger(lifetime) || lifetime < 1 || lifetime > MAX_LIFETIME_SECONDS) throw new InvalidInputError('expires-in is out of range');
 
   const [user] = PUBLIC_ID_PATTERN.test(options.userId)
-    ? await em.execute<{ id: string; account_id: string }[]>('select id, account_id from users where id = ? and deleted_at is null', [options.userId])
+    ? await em.execute<{ id: string; account_id: string }[]>('select id, account_id from users where id = ? and deleted_at is null for share', [options.userId])
     : [];
   if (!user) throw new InvalidInputError(`user ${options.userId} does not exist or has been deleted`);
 

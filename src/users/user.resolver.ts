@@ -35,7 +35,7 @@ class UsersArgs {
 }
 
 export function usersService(context: Context): UsersService {
-  return new UsersService(context.em, requirePrincipal(context), context.runtime.userDeletedHooks);
+  return new UsersService(context.em, requirePrincipal(context), context.transactions, context.runtime.userDeletedHooks);
 }
 
 @Resolver(() => UserType)

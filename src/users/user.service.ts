@@ -5,8 +5,10 @@ import { canUpdateUser, isUserPrincipal, type Principal } from '../auth/principa
 import { policy } from '../auth/policy.js';
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { PUBLIC_ID_PATTERN, newPublicId } from '../db/public-id.js';
+import type { TransactionRunner } from '../db/transaction.js';
 import { User } from './user.entity.js';
 import type { UserDeletedHook } from './user-lifecycle.js';
+import { lockLiveUser, lockLiveUsers } from './user-locks.js';
 import { normalizeEmail, validateUserFields, type UserFields } from './user.validation.js';
 
 export const MAX_USERS_PER_BULK_UPDATE = 100;
@@ -40,6 +42,7 @@ export class UsersService {
   constructor(
     private readonly em: EntityManager,
     private readonly principal: Principal,
+    private readonly transactions: TransactionRunner,
     private readonly deletedHooks: readonly UserDeletedHook[] = [],
     private readonly newId: () => string = newPublicId,
   ) {}
@@ -93,25 +96,26 @@ export class UsersService {
     policy.assertCanUpdateUsers(this.principal);
     const problems = validateUserFields(fields, { creating: true });
     if (problems.length) throw new InvalidInputError(problems);
-    await this.assertEmailFree(fields.email!);
-    const { timeZone: accountTimeZone } = await this.em.findOneOrFail(Account, { id: this.principal.accountId });
     for (let attempt = 0; ; attempt++) {
-      const user = this.em.create(User, {
-        id: this.newId(),
-        account: this.em.getReference(Account, this.principal.accountId),
-        name: fields.name!.trim(),
-        email: fields.email!.trim(),
-        timeZone: fields.timeZone ?? accountTimeZone,
-        color: fields.color ?? COLORS[Math.floor(Math.random() * COLORS.length)]!,
-        role: fields.role ?? 'user',
-        description: fields.description ?? null,
-        jobTitle: fields.jobTitle ?? null,
-      });
       try {
-        await this.em.persist(user).flush();
-        return user;
+        return await this.transactions.run(this.em, async (em) => {
+          await this.assertEmailFree(fields.email!, em);
+          const { timeZone: accountTimeZone } = await em.findOneOrFail(Account, { id: this.principal.accountId });
+          const user = em.create(User, {
+            id: this.newId(),
+            account: em.getReference(Account, this.principal.accountId),
+            name: fields.name!.trim(),
+            email: fields.email!.trim(),
+            timeZone: fields.timeZone ?? accountTimeZone,
+            color: fields.color ?? COLORS[Math.floor(Math.random() * COLORS.length)]!,
+            role: fields.role ?? 'user',
+            description: fields.description ?? null,
+            jobTitle: fields.jobTitle ?? null,
+          });
+          await em.persist(user).flush();
+          return user;
+        }, 'users.create');
       } catch (error) {
-        this.em.clear();
         if (isEmailConflict(error)) throw new InvalidInputError('email has already been taken');
         // Ids are random and never reused: a collision with a live user or a tombstone draws again.
         if (error instanceof UniqueConstraintViolationException && attempt < 3) continue;
@@ -130,10 +134,12 @@ export class UsersService {
     if (!options.single && (patches.length === 0 || patches.length > MAX_USERS_PER_BULK_UPDATE)) {
       throw new InvalidInputError(`users must hold 1 to ${MAX_USERS_PER_BULK_UPDATE} elements`);
     }
-    return this.em.transactional(async (em) => {
+    return this.transactions.run(this.em, async (em) => {
       const label = (index: number) => (options.single ? '' : `users[${index}].`);
-      const ids = patches.map((patch) => patch.id);
-      const users = await em.find(User, { id: { $in: ids.filter((id) => PUBLIC_ID_PATTERN.test(id)) }, account: this.principal.accountId, deletedAt: null });
+      // Every target row is locked before any is changed, in one statement in id order: whatever
+      // order clients list users in, overlapping updates queue up instead of deadlocking.
+      const locked = await lockLiveUsers(em, this.principal.accountId, patches.map((patch) => patch.id));
+      const users = locked.size ? await em.find(User, { id: { $in: [...locked] } }, { orderBy: { id: 'asc' } }) : [];
       const byId = new Map(users.map((user) => [user.id, user]));
       const problems: string[] = [];
       const seen = new Set<string>();
@@ -181,19 +187,22 @@ export class UsersService {
         throw error;
       }
       return patches.map((patch) => byId.get(patch.id)!);
-    });
+    }, options.single ? 'users.update' : 'users.updateMany');
   }
 
   async delete(id: string): Promise<void> {
     policy.assertCanUpdateUsers(this.principal);
-    await this.em.transactional(async (em) => {
-      const user = await this.get(id, em);
+    await this.transactions.run(this.em, async (em) => {
+      // The user's row is the first lock, as in every write about a user; the hooks then clean up
+      // the user's rows in the features' order (docs/ARCHITECTURE.md, "Concurrent writes").
+      if (!(await lockLiveUser(em, this.principal.accountId, id))) throw new NotFoundError('user');
+      const user = await em.findOneOrFail(User, { id });
       if (user.role === 'owner') throw new InvalidInputError('The account owner cannot be deleted; transfer ownership first.');
       const deletedAt = new Date();
       user.deletedAt = deletedAt;
       await em.flush();
       for (const hook of this.deletedHooks) await hook(em, { id: user.id, accountId: this.principal.accountId, deletedAt }, this.principal);
-    });
+    }, 'users.delete');
   }
 
   /** Self may edit own profile fields; others, and any role change, need can_update_user. */

@@ -1,17 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { allEntities } from '../../src/app/features.js';
-import { openDatabase, type Database } from '../../src/db/database.js';
+import { openDatabase, type Database, type DatabaseOptions } from '../../src/db/database.js';
 
 /**
  * A database of the test file's own: with DATABASE_URL, a fresh database on that PostgreSQL
  * server (dropped afterwards); without it, an in-memory PGlite instance. Either way the real
  * migrations run, and parallel workers never share rows.
  */
-export async function openTestDatabase(options: { onQuery?: (sql: string) => void; replicaUrls?: string[] } = {}): Promise<Database> {
+export type TestDatabaseOptions = Pick<DatabaseOptions, 'onQuery' | 'replicaUrls' | 'lockTimeoutMs' | 'transactionObserver'>;
+
+export async function openTestDatabase(options: TestDatabaseOptions = {}): Promise<Database> {
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
-    const database = await openDatabase({ databaseUrl: undefined, dataDir: undefined, entities: allEntities(), onQuery: options.onQuery });
+    const database = await openDatabase({ databaseUrl: undefined, dataDir: undefined, entities: allEntities(), onQuery: options.onQuery, lockTimeoutMs: options.lockTimeoutMs, transactionObserver: options.transactionObserver });
     await database.migrate();
     return database;
   }
@@ -25,7 +27,7 @@ export async function openTestDatabase(options: { onQuery?: (sql: string) => voi
   }
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const database = await openDatabase({ databaseUrl: url.toString(), replicaUrls: options.replicaUrls, dataDir: undefined, entities: allEntities(), onQuery: options.onQuery, poolMax: 5 });
+  const database = await openDatabase({ databaseUrl: url.toString(), replicaUrls: options.replicaUrls, dataDir: undefined, entities: allEntities(), onQuery: options.onQuery, poolMax: 5, lockTimeoutMs: options.lockTimeoutMs, transactionObserver: options.transactionObserver });
   await database.migrate();
   return {
     ...database,

@@ -12,7 +12,7 @@ import { AccountsService } from '../../src/accounts/accounts.service.js';
 import { Account } from '../../src/accounts/account.entity.js';
 import { User } from '../../src/users/user.entity.js';
 import type { UserRole } from '../../src/auth/roles.js';
-import { openTestDatabase } from './database.js';
+import { openTestDatabase, type TestDatabaseOptions } from './database.js';
 import { assertMatchesReference } from './openapi.js';
 
 export const TEST_SETTINGS: AppSettings = {
@@ -70,10 +70,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export interface HarnessOptions {
-  onQuery?: (sql: string) => void;
-  /** PostgreSQL only: read replicas for the test database. */
-  replicaUrls?: string[];
+export interface HarnessOptions extends TestDatabaseOptions {
   settings?: Partial<AppSettings>;
   /** Defaults to an in-memory limiter generous enough never to interfere. */
   rateLimiter?: (logger: Logger) => RateLimiter;

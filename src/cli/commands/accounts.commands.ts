@@ -16,11 +16,12 @@ export const bootstrapCommand: CliCommand = {
   usage: 'accessctl bootstrap --account-name NAME --owner-email EMAIL [--owner-name NAME] [--json]',
   options: { 'account-name': { type: 'string' }, 'owner-email': { type: 'string' }, 'owner-name': { type: 'string' } },
   async run(database, values) {
-    const result = await bootstrapAccount(database.em(), {
+    const options = {
       accountName: requireOption(values, 'account-name'),
       ownerEmail: requireOption(values, 'owner-email'),
       ownerName: typeof values['owner-name'] === 'string' ? values['owner-name'] : undefined,
-    });
+    };
+    const result = await database.transactions.run(database.em(), (tx) => bootstrapAccount(tx, options), 'accounts.bootstrap');
     return { account: { id: result.account.id }, owner: result.owner, api_key: result.apiKey };
   },
   human: (result) => {
@@ -34,12 +35,13 @@ export const createApiKeyCommand: CliCommand = {
   usage: 'accessctl api-keys create --account ID [--user ID] [--read-only] [--description TEXT] [--json]',
   options: { account: { type: 'string' }, user: { type: 'string' }, 'read-only': { type: 'boolean' }, description: { type: 'string' } },
   async run(database, values) {
-    const key = await new AccountsService(database.em()).createApiKey({
+    const options = {
       accountId: requireOption(values, 'account'),
       userId: typeof values.user === 'string' ? values.user : undefined,
       readOnly: values['read-only'] === true,
       description: typeof values.description === 'string' ? values.description : undefined,
-    });
+    };
+    const key = await database.transactions.run(database.em(), (tx) => new AccountsService(tx).createApiKey(options), 'accounts.createApiKey');
     return { id: key.id, api_key: key.apiKey };
   },
   human: (result) => `API key ${String(result.id)} (shown only now): ${String(result.api_key)}`,

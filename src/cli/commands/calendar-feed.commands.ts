@@ -14,12 +14,13 @@ export const addShiftCommand: CliCommand = {
   usage: 'accessctl shifts add --user ID --start ISO8601 --end ISO8601 --summary TEXT [--json]',
   options: { user: { type: 'string' }, start: { type: 'string' }, end: { type: 'string' }, summary: { type: 'string' } },
   async run(database, values) {
-    const shift = await new OnCallShiftsService(database.em()).add({
+    const fields = {
       userId: requireOption(values, 'user'),
       startsAt: dateOption(values, 'start'),
       endsAt: dateOption(values, 'end'),
       summary: requireOption(values, 'summary'),
-    });
+    };
+    const shift = await database.transactions.run(database.em(), (tx) => new OnCallShiftsService(tx).add(fields), 'calendarFeed.addShift');
     return { id: shift.id, user_id: shift.userId, start: shift.startsAt.toISOString(), end: shift.endsAt.toISOString(), summary: shift.summary };
   },
   human: (result) => `Shift ${String(result.id)} for ${String(result.user_id)}: ${String(result.start)} to ${String(result.end)} (${String(result.summary)}).`,

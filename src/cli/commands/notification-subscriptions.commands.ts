@@ -10,12 +10,8 @@ export const addSubscribableCommand: CliCommand = {
   async run(database, values) {
     const type = requireOption(values, 'type');
     if (!isSubscribableType(type)) throw new UsageError(`--type must be one of ${SUBSCRIBABLE_TYPES.join(', ')}`);
-    const entity = await new SubscribablesService(database.em()).add({
-      accountId: requireOption(values, 'account'),
-      type,
-      id: requireOption(values, 'id'),
-      name: requireOption(values, 'name'),
-    });
+    const input = { accountId: requireOption(values, 'account'), type, id: requireOption(values, 'id'), name: requireOption(values, 'name') };
+    const entity = await database.transactions.run(database.em(), (tx) => new SubscribablesService(tx).add(input), 'notificationSubscriptions.register');
     return { id: entity.id, type: entity.type };
   },
   human: (result) => `Registered ${String(result.type)} ${String(result.id)}; users of the account can now subscribe to it.`,

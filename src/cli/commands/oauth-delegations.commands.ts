@@ -11,13 +11,14 @@ export const createDelegationCommand: CliCommand = {
   options: { user: { type: 'string' }, type: { type: 'string' }, scopes: { type: 'string' }, 'client-id': { type: 'string' }, 'expires-in': { type: 'string' } },
   async run(database, values) {
     const expiresIn = values['expires-in'];
-    const issued = await issueDelegation(database.em(), {
+    const options = {
       userId: requireOption(values, 'user'),
       type: requireOption(values, 'type'),
       scopes: requireOption(values, 'scopes'),
       clientId: typeof values['client-id'] === 'string' ? values['client-id'] : undefined,
       expiresInSeconds: typeof expiresIn === 'string' ? parseDuration(expiresIn) : undefined,
-    });
+    };
+    const issued = await database.transactions.run(database.em(), (tx) => issueDelegation(tx, options), 'oauthDelegations.issue');
     return { id: issued.delegation.id, access_token: issued.accessToken };
   },
   human: (result) => `OAuth delegation ${String(result.id)} issued.\nAccess token (shown only now; send as "Authorization: Bearer <token>"): ${String(result.access_token)}`,

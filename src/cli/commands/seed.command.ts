@@ -39,18 +39,21 @@ export const seedCommand: CliCommand = {
         names.push(`${first} ${last} ${serial}`);
         emails.push(`${first}.${last}.${serial}@example.com`.toLowerCase());
       }
-      const inserted = await em.execute<{ id: string }[]>(
-        `insert into users (id, account_id, name, email, time_zone, color, role)
-         select id, ?, name, email, 'Etc/UTC', 'green', 'user' from unnest(array[?]::text[], array[?]::text[], array[?]::text[]) as t(id, name, email)
-         on conflict do nothing
-         returning id`,
-        [accountId, ids, names, emails],
-      );
-      created += inserted.length;
-      shifts += await seedOnCallShifts(em, inserted.map((row) => row.id), shiftsPerUser);
+      const batch = await database.transactions.run(em, async (tx) => {
+        const inserted = await tx.execute<{ id: string }[]>(
+          `insert into users (id, account_id, name, email, time_zone, color, role)
+           select id, ?, name, email, 'Etc/UTC', 'green', 'user' from unnest(array[?]::text[], array[?]::text[], array[?]::text[]) as t(id, name, email)
+           on conflict do nothing
+           returning id`,
+          [accountId, ids, names, emails],
+        );
+        return { users: inserted.length, shifts: await seedOnCallShifts(tx, inserted.map((row) => row.id), shiftsPerUser) };
+      }, 'seed.batch');
+      created += batch.users;
+      shifts += batch.shifts;
       if (wanted >= BATCH * 4) io.info(`seeded ${created}/${wanted} users`);
     }
-    const subscribables = await new SubscribablesService(database.em()).addDemoEntities(accountId);
+    const subscribables = await database.transactions.run(database.em(), (tx) => new SubscribablesService(tx).addDemoEntities(accountId), 'seed.subscribables');
     return { account: { id: accountId }, users_created: created, shifts_created: shifts, subscribables: subscribables.length };
   },
   human: (result) => `Seeded ${String(result.users_created)} users, ${String(result.shifts_created)} on-call shifts and ${String(result.subscribables)} subscribable entities.`,

@@ -1,0 +1,126 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { EntityManager } from '@mikro-orm/sql';
+import { ServiceUnavailableError } from '../errors/domain-errors.js';
+
+/** How every write transaction behaves under contention. */
+export interface TransactionPolicy {
+  /** `SET LOCAL lock_timeout` of every write transaction: no write waits longer for a row lock. */
+  lockTimeoutMs: number;
+  /** Attempts in all (the first run included) when PostgreSQL reports a deadlock or a serialization failure. */
+  maxAttempts: number;
+  /** The backoff before attempt n is drawn uniformly from [0, min(maxBackoffMs, baseBackoffMs * 2^(n-2))]. */
+  baseBackoffMs: number;
+  maxBackoffMs: number;
+}
+
+export const DEFAULT_TRANSACTION_POLICY: TransactionPolicy = {
+  lockTimeoutMs: 5_000,
+  maxAttempts: 5,
+  baseBackoffMs: 10,
+  maxBackoffMs: 250,
+};
+
+/** SQLSTATEs after which the whole unit of work is re-run: the database rolled it back, nothing of it remains. */
+const RETRYABLE_SQLSTATES = new Map([
+  ['40P01', 'deadlock_detected'],
+  ['40001', 'serialization_failure'],
+]);
+const LOCK_NOT_AVAILABLE = '55P03';
+
+export interface TransactionEvent {
+  /** What the unit of work is (e.g. `users.updateMany`), for logs and test figures. */
+  label: string;
+  /** 1 for the first run. */
+  attempt: number;
+  sqlState: string;
+}
+
+export interface TransactionObserver {
+  /** A run ended in a deadlock or serialization failure and will run again after `delayMs`. */
+  retrying?(event: TransactionEvent & { delayMs: number }): void;
+  /** The write gives up and the caller gets the busy answer (503 `unavailable`). */
+  gaveUp?(event: TransactionEvent & { reason: 'retries_exhausted' | 'lock_timeout' }): void;
+}
+
+/** The SQLSTATE of a database error, looking through MikroORM's wrappers. */
+export function sqlStateOf(error: unknown): string | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return undefined;
+}
+
+/**
+ * The one way a write reaches the database. `run(em, work)` executes `work` in a transaction on a
+ * clear fork of `em` (so a re-run starts from an empty identity map, never from the previous run's
+ * half-applied entities), with `SET LOCAL lock_timeout`. A deadlock or serialization failure rolls
+ * it back and runs it again, up to `maxAttempts`, after a jittered backoff; `work` must therefore
+ * have no side effects outside the transaction. Exhausted retries and a lock timeout end as
+ * `ServiceUnavailableError` (the documented 503 busy answer), never as an internal error.
+ *
+ * Called inside a transaction already (a deletion hook, a service called from another's unit of
+ * work), `run` joins it: only the outermost run may retry, because the database aborts the whole
+ * transaction, not a part of it.
+ */
+export class TransactionRunner {
+  constructor(
+    readonly policy: TransactionPolicy,
+    private readonly observers: readonly TransactionObserver[] = [],
+    private readonly random: () => number = Math.random,
+  ) {
+    if (!Number.isSafeInteger(policy.lockTimeoutMs) || policy.lockTimeoutMs < 1) throw new RangeError('lockTimeoutMs must be a positive integer');
+    if (!Number.isSafeInteger(policy.maxAttempts) || policy.maxAttempts < 1) throw new RangeError('maxAttempts must be a positive integer');
+  }
+
+  /** The same policy, also reporting to `observer` (e.g. one that logs with a request's id). */
+  observedBy(observer: TransactionObserver): TransactionRunner {
+    return new TransactionRunner(this.policy, [...this.observers, observer], this.random);
+  }
+
+  async run<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>, label = 'write'): Promise<T> {
+    if (em.isInTransaction()) return work(em);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await em.transactional(
+          async (tx) => {
+            // An integer validated at start: safe to inline (SET takes no bind parameters).
+            await tx.execute(`set local lock_timeout = ${this.policy.lockTimeoutMs}`, [], 'run');
+            return work(tx);
+          },
+          { clear: true },
+        );
+      } catch (error) {
+        const sqlState = sqlStateOf(error);
+        if (sqlState === LOCK_NOT_AVAILABLE) {
+          this.notify('gaveUp', { label, attempt, sqlState, reason: 'lock_timeout' });
+          throw new ServiceUnavailableError(`The resource is busy: a lock was not granted within ${this.policy.lockTimeoutMs} ms; retry shortly.`);
+        }
+        const collision = sqlState === undefined ? undefined : RETRYABLE_SQLSTATES.get(sqlState);
+        if (sqlState === undefined || collision === undefined) throw error;
+        if (attempt >= this.policy.maxAttempts) {
+          this.notify('gaveUp', { label, attempt, sqlState, reason: 'retries_exhausted' });
+          throw new ServiceUnavailableError(`The resource is busy: concurrent writes collided (${collision}) ${attempt} times; retry shortly.`);
+        }
+        const delayMs = this.backoff(attempt + 1);
+        this.notify('retrying', { label, attempt, sqlState, delayMs });
+        await sleep(delayMs);
+      }
+    }
+  }
+
+  private backoff(nextAttempt: number): number {
+    const ceiling = Math.min(this.policy.maxBackoffMs, this.policy.baseBackoffMs * 2 ** (nextAttempt - 2));
+    return Math.round(this.random() * ceiling);
+  }
+
+  private notify<K extends keyof TransactionObserver>(kind: K, event: Parameters<NonNullable<TransactionObserver[K]>>[0]): void {
+    for (const observer of this.observers) {
+      try {
+        (observer[kind] as ((event: unknown) => void) | undefined)?.(event);
+      } catch {
+        // An observer (a logger, a test counter) never changes the outcome of a write.
+      }
+    }
+  }
+}

@@ -1,0 +1,29 @@
+import type { EntityManager } from '@mikro-orm/sql';
+import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
+
+/**
+ * The first lock of every write that changes a user or anything that belongs to a user (see
+ * "Concurrent writes" in docs/ARCHITECTURE.md): the live users among `ids`, locked in one
+ * statement in id order, so two writers naming overlapping users in any order queue up instead of
+ * deadlocking. Returns the ids that were live (and are now locked) in the account.
+ *
+ * `FOR NO KEY UPDATE` excludes the other writers of these users (updates, deletion, subscription
+ * and delegation writes, which all take this lock first) but not the `FOR KEY SHARE` that foreign
+ * keys take when a row pointing at the user is inserted. A writer that waited re-reads the row as
+ * committed, so a user deleted meanwhile is simply not returned.
+ */
+export async function lockLiveUsers(em: EntityManager, accountId: string, ids: readonly string[]): Promise<Set<string>> {
+  const wanted = [...new Set(ids.filter((id) => PUBLIC_ID_PATTERN.test(id)))];
+  if (wanted.length === 0) return new Set();
+  const rows = await em.execute<{ id: string }[]>(
+    'select id from users where account_id = ? and deleted_at is null and id in (?) order by id for no key update',
+    [accountId, wanted],
+  );
+  return new Set(rows.map((row) => row.id));
+}
+
+/** `lockLiveUsers` for one user: true when the user is live in the account and now locked. */
+export async function lockLiveUser(em: EntityManager, accountId: string, id: string): Promise<boolean> {
+  return (await lockLiveUsers(em, accountId, [id])).has(id);
+}
+
