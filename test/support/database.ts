@@ -8,7 +8,20 @@ import { openDatabase, type Database } from '../../src/db/database.js';
  * server (dropped afterwards); without it, an in-memory PGlite instance. Either way the real
  * migrations run, and parallel workers never share rows.
  */
-export async function openTestDatabase(options: { onQuery?: (sql: string) => void; replicaUrls?: string[] } = {}): Promise<Database> {
+export interface TestDatabaseOptions {
+  onQuery?: (sql: string) => void;
+  replicaUrls?: string[];
+  /** PostgreSQL only: the app connects to this local port (a proxy the test controls) instead of the server's. */
+  throughPort?: number;
+  poolTimeoutMs?: number;
+}
+
+export type TestDatabase = Database & {
+  /** The test database's own URL (PostgreSQL only), for a second connection to the same data. */
+  url?: string;
+};
+
+export async function openTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
     const database = await openDatabase({ databaseUrl: undefined, dataDir: undefined, entities: allEntities(), onQuery: options.onQuery });
@@ -25,10 +38,21 @@ export async function openTestDatabase(options: { onQuery?: (sql: string) => voi
   }
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const database = await openDatabase({ databaseUrl: url.toString(), replicaUrls: options.replicaUrls, dataDir: undefined, entities: allEntities(), onQuery: options.onQuery, poolMax: 5 });
+  const appUrl = new URL(url);
+  if (options.throughPort) appUrl.port = String(options.throughPort);
+  const database = await openDatabase({
+    databaseUrl: appUrl.toString(),
+    replicaUrls: options.replicaUrls,
+    dataDir: undefined,
+    entities: allEntities(),
+    onQuery: options.onQuery,
+    poolMax: 5,
+    poolTimeoutMs: options.poolTimeoutMs,
+  });
   await database.migrate();
   return {
     ...database,
+    url: url.toString(),
     async close() {
       await database.close();
       const cleanup = new pg.Client({ connectionString: serverUrl });
