@@ -83,8 +83,9 @@ export function createManagedHttpServer(handler: RequestListener, limits: HttpSe
 
   const isIdle = (connection: Connection) => !connection.busy && connection.queue.length === 0 && connection.socket.bytesRead === connection.bytesReadWhenIdle;
 
+  // end(), not destroy(): the last response may still sit in the socket's buffer, and must reach the client.
   const closeIfIdleWhileStopping = (connection: Connection) => {
-    if (stopping && connection.served > 0 && isIdle(connection)) connection.socket.destroy();
+    if (stopping && connection.served > 0 && isIdle(connection)) connection.socket.end();
   };
 
   const pump = (connection: Connection) => {
@@ -144,7 +145,11 @@ export function createManagedHttpServer(handler: RequestListener, limits: HttpSe
     },
   );
 
+  // Closing a listening socket resets the connections still in the kernel's accept queue. Closing it
+  // right after Node has accepted one (which empties the queue) keeps that window to microseconds.
+  let closeListener: (() => void) | undefined;
   server.on('connection', (socket: Socket) => {
+    closeListener?.();
     const connection: Connection = { socket, queue: [], busy: false, served: 0, bytesReadWhenIdle: 0 };
     connections.set(socket, connection);
     socket.once('close', () => {
@@ -173,12 +178,23 @@ export function createManagedHttpServer(handler: RequestListener, limits: HttpSe
     async stop(graceMs) {
       draining = true;
       stopping = true;
-      if (server.listening) server.close();
+      if (server.listening) {
+        await new Promise<void>((resolve) => {
+          closeListener = () => {
+            if (!closeListener) return;
+            closeListener = undefined;
+            server.close();
+            resolve();
+          };
+          // No connection arriving: close just after an I/O poll, when the accept queue has just been emptied.
+          setTimeout(() => setImmediate(() => closeListener?.()), 20);
+        });
+      }
       for (const connection of connections.values()) {
         if (connection.served > 0) closeIfIdleWhileStopping(connection);
         else {
           const fresh = setTimeout(() => {
-            if (isIdle(connection) && connection.socket.bytesRead === 0) connection.socket.destroy();
+            if (isIdle(connection) && connection.socket.bytesRead === 0) connection.socket.end();
           }, Math.min(FRESH_CONNECTION_GRACE_MS, graceMs));
           fresh.unref();
           connection.socket.once('close', () => clearTimeout(fresh));
