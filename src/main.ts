@@ -9,11 +9,19 @@ import { bootstrapAccount } from './accounts/bootstrap.js';
 import { allEntities } from './app/features.js';
 import { createApp } from './app/app.js';
 import { createRateLimiter } from './auth/rate-limit.js';
+import { shutdownGracefully } from './app/shutdown.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config);
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, replicaUrls: config.databaseReplicaUrls, lockTimeoutMs: config.databaseLockTimeoutMs, dataDir: config.dataDir, entities: allEntities() });
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    replicaUrls: config.databaseReplicaUrls,
+    dataDir: config.dataDir,
+    entities: allEntities(),
+    lockTimeoutMs: config.databaseLockTimeoutMs,
+    poolTimeoutMs: config.databasePoolTimeoutMs,
+  });
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
 
@@ -33,7 +41,7 @@ async function main(): Promise<void> {
   }
 
   const rateLimiter = createRateLimiter({ perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, logger });
-  const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config), rateLimiter });
+  const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config), rateLimiter, http: config.http });
   await new Promise<void>((resolve) => server.httpServer.listen(config.port, resolve));
   logger.info({ port: config.port, database: database.kind, graphql: `${config.publicApiUrl}/graphql` }, 'account access gateway listening');
 
@@ -41,20 +49,17 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    logger.info({ signal }, 'signal received');
     // Keeps the process alive until the database is closed, and bounds how long that may take.
+    const deadlineMs = config.shutdownDrainMs + config.shutdownGraceMs + 5_000;
     const deadline = setTimeout(() => {
-      logger.error('shutdown took longer than 30 s; exiting');
+      logger.error({ deadlineMs }, 'shutdown took too long; exiting');
       process.exit(1);
-    }, 30_000);
+    }, deadlineMs);
     try {
-      await server.stop();
-      logger.info('http server stopped');
-      await rateLimiter.close();
-      await database.close();
+      const clean = await shutdownGracefully({ app: server, rateLimiter, database, logger, drainMs: config.shutdownDrainMs, graceMs: config.shutdownGraceMs });
       clearTimeout(deadline);
-      logger.info('database closed; stopped');
-      process.exit(0);
+      process.exit(clean ? 0 : 1);
     } catch (error) {
       logger.error({ err: error }, 'unclean shutdown');
       process.exit(1);

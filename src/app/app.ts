@@ -1,4 +1,4 @@
-import http from 'node:http';
+import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { expressMiddleware } from '@as-integrations/express5';
@@ -10,14 +10,18 @@ import { authenticate } from '../auth/authenticate.js';
 import { deriveKey } from '../auth/server-secret.js';
 import { createApolloServer } from '../graphql/apollo.js';
 import { createContext, type Context } from '../graphql/context.js';
-import { graphqlErrorBody } from '../graphql/errors.js';
+import { classifyError, graphqlErrorBody } from '../graphql/errors.js';
 import { CursorCodec } from '../graphql/cursor.js';
 import { buildAppSchema } from '../graphql/schema.js';
 import { sendError, sendJson } from '../rest/envelopes.js';
 import { prepareRoutes, restRouter } from '../rest/executor.js';
 import { acceptVersioning, requireJsonBody } from '../rest/negotiation.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
+import { throttledWarning, type ThrottledWarning } from '../logging/throttled-log.js';
 import { corsAllowList } from './cors.js';
+import { createManagedHttpServer, type HttpServerLimits, type StopOutcome } from './http-server.js';
+import { idempotentWrites } from './idempotency.js';
+import { IdempotencyStore } from './idempotency-store.js';
 import { features } from './features.js';
 import type { Runtime } from './runtime.js';
 
@@ -32,14 +36,25 @@ export interface AppOptions {
   logger: Logger;
   serverSecret: Buffer;
   rateLimiter: RateLimiter;
+  /** Timeouts and per-connection bounds of the HTTP server; safe defaults when unset. */
+  http?: HttpServerLimits;
+  /** At most one warn line per this interval while a dependency is away (default 10 s). */
+  outageLogIntervalMs?: number;
 }
 
 export interface App {
   app: express.Express;
   httpServer: http.Server;
   runtime: Runtime;
-  stop(): Promise<void>;
+  idempotencyStore: IdempotencyStore;
+  /** Shutdown, step one: `/readyz` answers 503 and every response carries `Connection: close`. */
+  beginDraining(): void;
+  /** Closes the listener, lets accepted requests finish (at most `graceMs`), then stops Apollo. */
+  stop(graceMs?: number): Promise<StopOutcome>;
 }
+
+/** Between purges of idempotency keys older than a day. */
+const IDEMPOTENCY_PURGE_INTERVAL_MS = 10 * 60_000;
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -72,11 +87,15 @@ export async function createApp(options: AppOptions): Promise<App> {
   const routes = prepareRoutes(schema, features.flatMap((feature) => feature.routes));
 
   const app = express();
-  const httpServer = http.createServer(app);
+  const managedServer = createManagedHttpServer(app, options.http);
+  const httpServer = managedServer.server;
+  const outages = throttledWarning(logger, options.outageLogIntervalMs);
+  const idempotencyStore = new IdempotencyStore(database);
+  const idempotency = { store: idempotencyStore, sealingKey: deriveKey(options.serverSecret, 'idempotency-responses'), logger };
   const apollo = createApolloServer({
     schema,
     logger,
-    httpServer,
+    outages,
     introspection: settings.introspection,
     landingPage: settings.landingPage,
     limits: { maxDepth: settings.graphqlMaxDepth, maxCost: settings.graphqlMaxCost },
@@ -112,6 +131,8 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   app.get('/healthz', (_req, res) => sendJson(res, 200, { status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
+    // From SIGTERM on, load balancers must stop routing here while in-flight work finishes.
+    if (managedServer.draining) return sendJson(res, 503, { status: 'draining', database: database.kind });
     try {
       await database.ping();
       sendJson(res, 200, { status: 'ok', database: database.kind });
@@ -163,11 +184,13 @@ export async function createApp(options: AppOptions): Promise<App> {
   app.use(
     '/graphql',
     express.json({ limit: '1mb' }),
+    idempotentWrites('graphql', idempotency),
     expressMiddleware(apollo, { context: async ({ res }) => res.locals.context as Context }),
   );
 
   app.use(acceptVersioning(settings.apiVendor), requireJsonBody, express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
-  app.use(restRouter(routes, schema, logger));
+  app.use(idempotentWrites('rest', idempotency));
+  app.use(restRouter(routes, schema, logger, outages));
 
   app.use((_req: Request, res: Response) => sendError(res, 'not_found', 'Not Found', ['No such route.']));
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
@@ -175,6 +198,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     if (type === 'entity.parse.failed') return sendError(res, 'invalid_input', 'Invalid Input Provided', ['The request body is not valid JSON.']);
     if (type === 'entity.too.large') return sendError(res, 'invalid_input', 'Invalid Input Provided', ['The request body is larger than 1 MB.']);
     if (type === 'encoding.unsupported' || type === 'charset.unsupported') return sendError(res, 'unsupported_media_type', 'Unsupported Media Type', ['Request bodies must be UTF-8 JSON.']);
+    // Authentication, idempotency and the rate limit read the database too: an outage there is a 503 like anywhere else.
+    if (classifyError(error).kind === 'unavailable') return answerUnavailable(req, res, error, outages);
     logger.error({ err: error, requestId: res.locals.requestId }, 'unhandled error');
     if (req.path === '/graphql') {
       return sendJson(res, 500, graphqlErrorBody('internal', 'Internal server error', { requestId: res.locals.requestId }));
@@ -182,15 +207,38 @@ export async function createApp(options: AppOptions): Promise<App> {
     sendError(res, 'internal', 'Internal Server Error', [`Quote request id ${res.locals.requestId} when reporting this error.`]);
   });
 
+  const purgeTimer = setInterval(() => {
+    idempotencyStore.purgeExpired().then(
+      (purged) => purged && logger.debug({ purged }, 'purged expired idempotency keys'),
+      (error: unknown) => outages.warn({ err: error }, 'idempotency key purge failed'),
+    );
+  }, IDEMPOTENCY_PURGE_INTERVAL_MS);
+  purgeTimer.unref();
+
   return {
     app,
     httpServer,
     runtime,
-    async stop() {
-      logger.debug('stopping Apollo Server and draining HTTP connections');
+    idempotencyStore,
+    beginDraining: () => managedServer.beginDraining(),
+    async stop(graceMs = 10_000) {
+      clearInterval(purgeTimer);
+      const outcome = await managedServer.stop(graceMs);
+      logger.debug(outcome, 'HTTP connections closed');
+      // Apollo last: it refuses operations once stopping, and none may still be on their way.
       await apollo.stop();
-      logger.debug('Apollo Server stopped');
-      if (httpServer.listening) await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+      return outcome;
     },
   };
+}
+
+/** A dependency is away: 503 with Retry-After on each face's own shape, one warn line per interval. */
+function answerUnavailable(req: Request, res: Response, error: unknown, outages: ThrottledWarning): void {
+  outages.warn({ err: error, requestId: res.locals.requestId, path: req.path }, 'database unavailable: answering 503');
+  const detail = 'The database is unavailable or busy; retry shortly.';
+  if (req.path === '/graphql') {
+    res.set('Retry-After', '1');
+    return sendJson(res, 503, graphqlErrorBody('unavailable', detail));
+  }
+  sendError(res, 'unavailable', 'Service Unavailable', [detail]);
 }

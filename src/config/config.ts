@@ -28,6 +28,26 @@ export interface AppConfig {
   landingPage: boolean;
   graphqlMaxDepth: number;
   graphqlMaxCost: number;
+  /** After SIGTERM: how long `/readyz` fails while the server keeps serving, so load balancers stop routing here. */
+  shutdownDrainMs: number;
+  /** After the drain: how long in-flight requests may take to finish before their connections are cut. */
+  shutdownGraceMs: number;
+  /** How long a request may wait for a pooled database connection before it answers 503. */
+  databasePoolTimeoutMs: number;
+  http: HttpServerLimits;
+}
+
+export interface HttpServerLimits {
+  /** Time to receive a request's headers. */
+  headersTimeoutMs: number;
+  /** Time to receive a whole request, body included: the slow-body cut-off. */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open; above load balancers' idle timeouts (often 60 s). */
+  keepAliveTimeoutMs: number;
+  /** Bytes of responses a client may leave unread on one connection before its next request waits. */
+  maxUnreadResponseBytes: number;
+  /** A connection whose unread responses stay above that bound this long is closed. */
+  stalledClientTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -136,7 +156,18 @@ export function loadConfig(env: Env = process.env): AppConfig {
     landingPage: boolean('GRAPHQL_LANDING_PAGE', !production),
     graphqlMaxDepth: integer('GRAPHQL_MAX_DEPTH', 12, 1, 100),
     graphqlMaxCost: integer('GRAPHQL_MAX_COST', 20_000, 1, 1_000_000),
+    shutdownDrainMs: integer('SHUTDOWN_DRAIN_MS', 5_000, 0, 300_000),
+    shutdownGraceMs: integer('SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
+    databasePoolTimeoutMs: integer('DATABASE_POOL_TIMEOUT_MS', 3_000, 100, 120_000),
+    http: {
+      headersTimeoutMs: integer('HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+      requestTimeoutMs: integer('HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
+      keepAliveTimeoutMs: integer('HTTP_KEEP_ALIVE_TIMEOUT_MS', 65_000, 1_000, 3_600_000),
+      maxUnreadResponseBytes: integer('HTTP_MAX_UNREAD_RESPONSE_BYTES', 1_048_576, 16_384, 1_073_741_824),
+      stalledClientTimeoutMs: integer('HTTP_STALLED_CLIENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    },
   };
+  if (config.http.requestTimeoutMs < config.http.headersTimeoutMs) problems.push('HTTP_REQUEST_TIMEOUT_MS must be at least HTTP_HEADERS_TIMEOUT_MS');
   if (config.redisUrl !== undefined) url('REDIS_URL', 'redis://localhost', ['redis:', 'rediss:']);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

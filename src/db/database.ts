@@ -28,6 +28,8 @@ export interface DatabaseOptions {
   lockTimeoutMs?: number;
   /** Sees every retried and abandoned write transaction; tests count retries with it. */
   transactionObserver?: TransactionObserver;
+  /** How long a query waits for a pooled (or new) connection before failing, so an outage answers fast. */
+  poolTimeoutMs?: number;
 }
 
 export interface Database {
@@ -72,14 +74,18 @@ export function baseOrmOptions(entities: Function[], onQuery?: (sql: string) => 
  * everything else, credential look-ups and every read a write depends on included, uses the
  * primary, so a revoked token is never accepted from a lagging replica.
  */
-export function postgresOrmOptions(databaseUrl: string, poolMax = 10, replicaUrls: readonly string[] = []): Partial<Options> {
+export function postgresOrmOptions(databaseUrl: string, poolMax = 10, replicaUrls: readonly string[] = [], poolTimeoutMs = DEFAULT_POOL_TIMEOUT_MS): Partial<Options> {
   return {
     driver: PostgreSqlDriver,
     clientUrl: databaseUrl,
     pool: { max: poolMax },
+    // pg's wait for a connection, from the pool or newly opened; without it a request hangs as long as the outage.
+    driverOptions: { connectionTimeoutMillis: poolTimeoutMs },
     ...(replicaUrls.length ? { replicas: replicaUrls.map((clientUrl) => ({ clientUrl })), preferReadReplicas: false } : {}),
   };
 }
+
+export const DEFAULT_POOL_TIMEOUT_MS = 3_000;
 
 export interface EmbeddedConnection {
   options: Partial<Options>;
@@ -112,7 +118,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let orm: MikroORM;
   let embedded: EmbeddedConnection | undefined;
   if (options.databaseUrl) {
-    orm = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, options.poolMax, options.replicaUrls) } as Options);
+    orm = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, options.poolMax, options.replicaUrls, options.poolTimeoutMs) } as Options);
   } else {
     embedded = await openEmbedded(options.dataDir);
     try {

@@ -1,10 +1,9 @@
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
-import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import type { GraphQLSchema } from 'graphql';
-import type { Server } from 'node:http';
 import type { Logger } from '../logging/logger.js';
+import type { ThrottledWarning } from '../logging/throttled-log.js';
 import type { Context } from './context.js';
 import { classifyError, formatGraphQLError } from './errors.js';
 import { queryLimitRules, type QueryLimits } from './limits.js';
@@ -30,10 +29,34 @@ function maskedErrorLogging(logger: Logger): ApolloServerPlugin<Context> {
   };
 }
 
+/**
+ * A dependency outage is an answer, not a defect: one throttled warn line, `Retry-After`, and
+ * HTTP 503 when nothing else came back (a partial result keeps GraphQL's 200).
+ */
+function unavailableAnswers(outages: ThrottledWarning): ApolloServerPlugin<Context> {
+  return {
+    async requestDidStart() {
+      return {
+        async didEncounterErrors({ errors, contextValue }) {
+          const outage = errors.find((error) => classifyError(error).kind === 'unavailable');
+          if (outage) outages.warn({ err: outage.originalError ?? outage, requestId: contextValue.requestId }, 'database unavailable: answering SERVICE_UNAVAILABLE');
+        },
+        async willSendResponse({ response }) {
+          if (response.body.kind !== 'single') return;
+          const { errors, data } = response.body.singleResult;
+          if (!errors?.some((error) => error.extensions?.code === 'SERVICE_UNAVAILABLE')) return;
+          response.http.headers.set('retry-after', '1');
+          if (!data || Object.values(data).every((value) => value === null)) response.http.status = 503;
+        },
+      };
+    },
+  };
+}
+
 export interface ApolloOptions {
   schema: GraphQLSchema;
   logger: Logger;
-  httpServer: Server;
+  outages: ThrottledWarning;
   introspection: boolean;
   landingPage: boolean;
   limits: QueryLimits;
@@ -45,15 +68,15 @@ export function createApolloServer(options: ApolloOptions): ApolloServer<Context
     schema: options.schema,
     introspection: options.introspection,
     csrfPrevention: true,
-    // main.ts owns SIGTERM/SIGINT: it drains HTTP, stops Apollo, then closes the database.
+    // main.ts owns SIGTERM/SIGINT (src/app/shutdown.ts): it drains HTTP, stops Apollo, then closes the database.
     stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: false,
     validationRules: queryLimitRules(options.limits),
     formatError: formatGraphQLError,
     plugins: [
-      ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer }),
       options.landingPage ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false }) : ApolloServerPluginLandingPageDisabled(),
       maskedErrorLogging(options.logger),
+      unavailableAnswers(options.outages),
       ...(options.plugins ?? []),
     ],
   });

@@ -1,6 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import { execute, parse, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Logger } from '../logging/logger.js';
+import type { ThrottledWarning } from '../logging/throttled-log.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import { classifyError } from '../graphql/errors.js';
 import { DomainError } from '../errors/domain-errors.js';
@@ -28,7 +29,7 @@ export function prepareRoutes(schema: GraphQLSchema, routes: readonly RestRoute[
  * variables, executed against the same schema, and shaped into the REST envelope. Errors
  * go through the same error table as GraphQL's.
  */
-export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSchema, logger: Logger): Router {
+export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSchema, logger: Logger, outages?: ThrottledWarning): Router {
   const router = Router();
   for (const { route, document } of prepared) {
     router[route.method](route.path, async (req: Request, res: Response) => {
@@ -40,6 +41,9 @@ export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSc
         if (classified.kind === 'internal') {
           logger.error({ err: error, requestId: context.requestId, route: `${route.method.toUpperCase()} ${route.path}` }, 'unhandled error in REST route');
           return sendError(res, 'internal', 'Internal Server Error', [`Quote request id ${context.requestId} when reporting this error.`]);
+        }
+        if (classified.kind === 'unavailable') {
+          outages?.warn({ err: error, requestId: context.requestId, route: `${route.method.toUpperCase()} ${route.path}` }, 'database unavailable: answering 503');
         }
         sendError(res, classified.kind, classified.message, classified.details);
       };

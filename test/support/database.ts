@@ -8,9 +8,17 @@ import { openDatabase, type Database, type DatabaseOptions } from '../../src/db/
  * server (dropped afterwards); without it, an in-memory PGlite instance. Either way the real
  * migrations run, and parallel workers never share rows.
  */
-export type TestDatabaseOptions = Pick<DatabaseOptions, 'onQuery' | 'replicaUrls' | 'lockTimeoutMs' | 'transactionObserver'>;
+export type TestDatabaseOptions = Pick<DatabaseOptions, 'onQuery' | 'replicaUrls' | 'lockTimeoutMs' | 'transactionObserver' | 'poolTimeoutMs'> & {
+  /** PostgreSQL only: the app connects to this local port (a proxy the test controls) instead of the server's. */
+  throughPort?: number;
+};
 
-export async function openTestDatabase(options: TestDatabaseOptions = {}): Promise<Database> {
+export type TestDatabase = Database & {
+  /** The test database's own URL (PostgreSQL only), for a second connection to the same data. */
+  url?: string;
+};
+
+export async function openTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
     const database = await openDatabase({ databaseUrl: undefined, dataDir: undefined, entities: allEntities(), onQuery: options.onQuery, lockTimeoutMs: options.lockTimeoutMs, transactionObserver: options.transactionObserver });
@@ -27,10 +35,23 @@ export async function openTestDatabase(options: TestDatabaseOptions = {}): Promi
   }
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const database = await openDatabase({ databaseUrl: url.toString(), replicaUrls: options.replicaUrls, dataDir: undefined, entities: allEntities(), onQuery: options.onQuery, poolMax: 5, lockTimeoutMs: options.lockTimeoutMs, transactionObserver: options.transactionObserver });
+  const appUrl = new URL(url);
+  if (options.throughPort) appUrl.port = String(options.throughPort);
+  const database = await openDatabase({
+    databaseUrl: appUrl.toString(),
+    replicaUrls: options.replicaUrls,
+    dataDir: undefined,
+    entities: allEntities(),
+    onQuery: options.onQuery,
+    poolMax: 5,
+    poolTimeoutMs: options.poolTimeoutMs,
+    lockTimeoutMs: options.lockTimeoutMs,
+    transactionObserver: options.transactionObserver,
+  });
   await database.migrate();
   return {
     ...database,
+    url: url.toString(),
     async close() {
       await database.close();
       const cleanup = new pg.Client({ connectionString: serverUrl });

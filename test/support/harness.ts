@@ -2,9 +2,9 @@ import 'reflect-metadata';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import supertest from 'supertest';
-import { createApp, type AppSettings } from '../../src/app/app.js';
+import { createApp, type App, type AppSettings } from '../../src/app/app.js';
+import type { HttpServerLimits } from '../../src/app/http-server.js';
 import type { Runtime } from '../../src/app/runtime.js';
-import type { Database } from '../../src/db/database.js';
 import { createLogger, type Logger } from '../../src/logging/logger.js';
 import { createRateLimiter, type RateLimiter } from '../../src/auth/rate-limit.js';
 import { bootstrapAccount } from '../../src/accounts/bootstrap.js';
@@ -12,7 +12,7 @@ import { AccountsService } from '../../src/accounts/accounts.service.js';
 import { Account } from '../../src/accounts/account.entity.js';
 import { User } from '../../src/users/user.entity.js';
 import type { UserRole } from '../../src/auth/roles.js';
-import { openTestDatabase, type TestDatabaseOptions } from './database.js';
+import { openTestDatabase, type TestDatabase, type TestDatabaseOptions } from './database.js';
 import { assertMatchesReference } from './openapi.js';
 
 export const TEST_SETTINGS: AppSettings = {
@@ -57,7 +57,10 @@ function authorization(credential: Credential): Record<string, string> {
 }
 
 export interface Harness {
-  database: Database;
+  database: TestDatabase;
+  /** The app as main.ts runs it: its HTTP server (not listening unless the test listens), drain and stop. */
+  server: App;
+  rateLimiter: RateLimiter;
   runtime: Runtime;
   app: Parameters<typeof supertest>[0];
   logs: string[];
@@ -74,6 +77,11 @@ export interface HarnessOptions extends TestDatabaseOptions {
   settings?: Partial<AppSettings>;
   /** Defaults to an in-memory limiter generous enough never to interfere. */
   rateLimiter?: (logger: Logger) => RateLimiter;
+  /** PostgreSQL only: connect through a proxy on this port, with this pool acquire timeout. */
+  throughPort?: TestDatabaseOptions['throughPort'];
+  poolTimeoutMs?: TestDatabaseOptions['poolTimeoutMs'];
+  http?: HttpServerLimits;
+  outageLogIntervalMs?: number;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -87,11 +95,21 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   });
   const logger = createLogger({ logLevel: 'debug' }, sink);
   const rateLimiter = options.rateLimiter?.(logger) ?? createRateLimiter({ perMinute: 1_000_000, logger });
-  const server = await createApp({ settings: { ...TEST_SETTINGS, ...options.settings }, database, logger, serverSecret: randomBytes(32), rateLimiter });
+  const server = await createApp({
+    settings: { ...TEST_SETTINGS, ...options.settings },
+    database,
+    logger,
+    serverSecret: randomBytes(32),
+    rateLimiter,
+    http: options.http,
+    outageLogIntervalMs: options.outageLogIntervalMs,
+  });
   const agent = supertest(server.app);
 
   const harness: Harness = {
     database,
+    server,
+    rateLimiter,
     runtime: server.runtime,
     app: server.app,
     logs,

@@ -1,0 +1,217 @@
+import http, { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { HttpServerLimits } from '../config/config.js';
+
+export type { HttpServerLimits };
+
+export const DEFAULT_HTTP_LIMITS: HttpServerLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 65_000,
+  maxUnreadResponseBytes: 1_048_576,
+  stalledClientTimeoutMs: 30_000,
+};
+
+/** Requests parsed on one connection and waiting for their turn; a client that pipelines more is cut off. */
+export const MAX_QUEUED_REQUESTS_PER_CONNECTION = 64;
+/** After the listener closes, a connection that has not sent its first request yet gets this long to do so. */
+export const FRESH_CONNECTION_GRACE_MS = 1_000;
+
+interface Connection {
+  socket: Socket;
+  /** Requests parsed but not yet handed to the app, in arrival order. */
+  queue: Array<() => void>;
+  busy: boolean;
+  /** The response of the request being handled. */
+  current?: ServerResponse;
+  served: number;
+  /** `socket.bytesRead` when the connection last became idle: more means a request is arriving. */
+  bytesReadWhenIdle: number;
+  stallTimer?: NodeJS.Timeout;
+}
+
+export interface StopOutcome {
+  /** Requests still running when the grace period ran out (their connections were cut). */
+  abandoned: number;
+}
+
+export interface ManagedHttpServer {
+  server: http.Server;
+  /** From now on every response carries `Connection: close`. */
+  beginDraining(): void;
+  readonly draining: boolean;
+  /**
+   * Closes the listener, lets every accepted request finish (also those accepted but not yet
+   * read), closes idle keep-alive connections, and resolves when no request runs any more or
+   * after `graceMs`, when what is left is cut.
+   */
+  stop(graceMs: number): Promise<StopOutcome>;
+}
+
+/** Calls `listener` once, the first time the response's body is complete (`res.end`), even if the client left. */
+function onEnd(res: ServerResponse, listener: () => void): void {
+  const end = res.end;
+  let called = false;
+  res.end = function (this: ServerResponse, ...args: Parameters<ServerResponse['end']>) {
+    const result = end.apply(this, args);
+    if (!called) {
+      called = true;
+      listener();
+    }
+    return result;
+  } as ServerResponse['end'];
+}
+
+/**
+ * The HTTP server with the limits one client must not exceed, and the lifecycle a deploy needs.
+ *
+ * Requests on one connection run one at a time, in order (HTTP/1.1 answers pipelined requests in
+ * order anyway): the next one starts only when the previous response is complete and the client
+ * has read all but `maxUnreadResponseBytes` of what was sent. A client that pipelines without
+ * reading therefore holds at most one response's worth of memory, and is cut off when it stays
+ * stalled for `stalledClientTimeoutMs` or queues more than `MAX_QUEUED_REQUESTS_PER_CONNECTION`.
+ */
+export function createManagedHttpServer(handler: RequestListener, limits: HttpServerLimits = DEFAULT_HTTP_LIMITS): ManagedHttpServer {
+  const connections = new Map<Socket, Connection>();
+  let draining = false;
+  let stopping = false;
+  let running = 0;
+  const idleWaiters = new Set<() => void>();
+  const notifyIfIdle = () => {
+    if (running === 0 && connections.size === 0) for (const wake of idleWaiters) wake();
+  };
+
+  const isIdle = (connection: Connection) => !connection.busy && connection.queue.length === 0 && connection.socket.bytesRead === connection.bytesReadWhenIdle;
+
+  // end(), not destroy(): the last response may still sit in the socket's buffer, and must reach the client.
+  const closeIfIdleWhileStopping = (connection: Connection) => {
+    if (stopping && connection.served > 0 && isIdle(connection)) connection.socket.end();
+  };
+
+  const pump = (connection: Connection) => {
+    if (connection.busy || connection.queue.length === 0 || connection.socket.destroyed) return;
+    if (connection.socket.writableLength > limits.maxUnreadResponseBytes) {
+      if (!connection.stallTimer) {
+        connection.stallTimer = setTimeout(() => connection.socket.destroy(), limits.stalledClientTimeoutMs);
+        connection.socket.once('drain', () => {
+          clearTimeout(connection.stallTimer);
+          connection.stallTimer = undefined;
+          pump(connection);
+        });
+      }
+      return;
+    }
+    connection.busy = true;
+    connection.queue.shift()!();
+  };
+
+  const server = http.createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // How often Node enforces the two timeouts above; its default (30 s) would let a slow body live twice as long.
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
+    },
+    (req: IncomingMessage, res: ServerResponse) => {
+      const connection = connections.get(req.socket);
+      if (!connection) return handler(req, res);
+      if (connection.queue.length >= MAX_QUEUED_REQUESTS_PER_CONNECTION) {
+        connection.socket.destroy();
+        return;
+      }
+      connection.queue.push(() => {
+        running++;
+        connection.current = res;
+        if (draining) res.setHeader('Connection', 'close');
+        onEnd(res, () => {
+          running--;
+          notifyIfIdle();
+        });
+        const finished = () => {
+          if (!connection.busy) return;
+          connection.busy = false;
+          connection.current = undefined;
+          connection.served++;
+          connection.bytesReadWhenIdle = connection.socket.bytesRead;
+          pump(connection);
+          closeIfIdleWhileStopping(connection);
+        };
+        res.once('finish', finished);
+        res.once('close', finished);
+        handler(req, res);
+      });
+      pump(connection);
+    },
+  );
+
+  // Closing a listening socket resets the connections still in the kernel's accept queue. Closing it
+  // right after Node has accepted one (which empties the queue) keeps that window to microseconds.
+  let closeListener: (() => void) | undefined;
+  server.on('connection', (socket: Socket) => {
+    closeListener?.();
+    const connection: Connection = { socket, queue: [], busy: false, served: 0, bytesReadWhenIdle: 0 };
+    connections.set(socket, connection);
+    socket.once('close', () => {
+      clearTimeout(connection.stallTimer);
+      connections.delete(socket);
+      notifyIfIdle();
+    });
+  });
+
+  // Node's own close() drops every connection without a request in progress, including those
+  // accepted but not yet read: their requests would be reset. `stop` closes idle ones itself.
+  server.closeIdleConnections = () => {};
+
+  return {
+    server,
+    get draining() {
+      return draining;
+    },
+    beginDraining() {
+      draining = true;
+      // Responses already being prepared say it too, so their keep-alive clients reconnect elsewhere.
+      for (const { current } of connections.values()) {
+        if (current && !current.headersSent) current.setHeader('Connection', 'close');
+      }
+    },
+    async stop(graceMs) {
+      draining = true;
+      stopping = true;
+      if (server.listening) {
+        await new Promise<void>((resolve) => {
+          closeListener = () => {
+            if (!closeListener) return;
+            closeListener = undefined;
+            server.close();
+            resolve();
+          };
+          // No connection arriving: close just after an I/O poll, when the accept queue has just been emptied.
+          setTimeout(() => setImmediate(() => closeListener?.()), 20);
+        });
+      }
+      for (const connection of connections.values()) {
+        if (connection.served > 0) closeIfIdleWhileStopping(connection);
+        else {
+          const fresh = setTimeout(() => {
+            if (isIdle(connection) && connection.socket.bytesRead === 0) connection.socket.end();
+          }, Math.min(FRESH_CONNECTION_GRACE_MS, graceMs));
+          fresh.unref();
+          connection.socket.once('close', () => clearTimeout(fresh));
+        }
+      }
+      let graceTimer: NodeJS.Timeout | undefined;
+      const settled = await new Promise<boolean>((resolve) => {
+        const wake = () => resolve(true);
+        idleWaiters.add(wake);
+        graceTimer = setTimeout(() => resolve(false), graceMs);
+        notifyIfIdle();
+      });
+      clearTimeout(graceTimer);
+      idleWaiters.clear();
+      const abandoned = running;
+      if (!settled) for (const connection of connections.values()) connection.socket.destroy();
+      return { abandoned };
+    },
+  };
+}
