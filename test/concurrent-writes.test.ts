@@ -218,6 +218,39 @@ test('deletes racing bulk updates, subscription changes, sign-outs and key regen
   });
 }, 90_000);
 
+/** Waits (bounded) until some session of this test's database is blocked on a lock. */
+async function untilSomeoneWaitsForALock(): Promise<void> {
+  for (let poll = 0; poll < 100; poll++) {
+    const [row] = await h.database.em().execute<{ waiting: number | string }[]>(
+      "select count(*) as waiting from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+    );
+    if (Number(row!.waiting) > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('no session ever waited for a lock');
+}
+
+postgresOnly('a calendar key created at first read never outlives a deletion in progress', async () => {
+  const account = await h.createAccount();
+  const user = await h.createUser(account);
+  const deletion = h.database.em();
+  await deletion.begin();
+  let reading: Promise<{ status: number }> | undefined;
+  try {
+    // What the deleting transaction does to the user's row and key, held open.
+    await deletion.execute('update users set deleted_at = now() where id = ?', [user.id]);
+    await deletion.execute('delete from calendar_feed_keys where user_id = ?', [user.id]);
+    reading = h.rest('get', `/users/${user.id}?include[]=calendar_urls`, { key: account.key });
+    await untilSomeoneWaitsForALock();
+    await deletion.commit();
+  } catch (error) {
+    await deletion.rollback();
+    throw error;
+  }
+  expect((await reading).status).toBe(404);
+  expect(await h.database.em().execute('select user_id from calendar_feed_keys where user_id = ?', [user.id])).toEqual([]);
+});
+
 describe('deadlocks and serialization failures are retried; exhausted retries answer 503 busy', () => {
   // A test-only trigger feeds the real write path synthetic failures: `deadlock-twice` fails the
   // first two runs of the unit of work (the counter is a sequence, which rollbacks do not undo),
