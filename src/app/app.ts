@@ -2,6 +2,7 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { expressMiddleware } from '@as-integrations/express5';
+import type { oas31 } from 'openapi3-ts';
 import type { AppConfig } from '../config/config.js';
 import type { Database } from '../db/database.js';
 import type { Logger } from '../logging/logger.js';
@@ -15,6 +16,8 @@ import { buildAppSchema } from '../graphql/schema.js';
 import { sendError, sendJson } from '../rest/envelopes.js';
 import { prepareRoutes, restRouter } from '../rest/executor.js';
 import { acceptVersioning, requireJsonBody } from '../rest/negotiation.js';
+import { buildOpenApiDocument } from '../rest/openapi-document.js';
+import { apiDocsPageRoutes, openApiDocumentRoutes } from '../rest/openapi-routes.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import { corsAllowList } from './cors.js';
 import { features } from './features.js';
@@ -23,7 +26,9 @@ import type { Runtime } from './runtime.js';
 export type AppSettings = Pick<
   AppConfig,
   'publicApiUrl' | 'publicWebUrl' | 'publicFeedUrl' | 'apiVendor' | 'introspection' | 'landingPage' | 'corsOrigins' | 'graphqlMaxDepth' | 'graphqlMaxCost'
->;
+> &
+  /** Unset: the document is served, the page is not. */
+  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage'>>;
 
 export interface AppOptions {
   settings: AppSettings;
@@ -37,6 +42,8 @@ export interface App {
   app: express.Express;
   httpServer: http.Server;
   runtime: Runtime;
+  /** The REST face's OpenAPI document, as `/openapi.json` serves it. */
+  openApiDocument: oas31.OpenAPIObject;
   stop(): Promise<void>;
 }
 
@@ -58,6 +65,14 @@ export async function createApp(options: AppOptions): Promise<App> {
   const schema = await buildAppSchema();
   const runtime = buildRuntime(settings, options.serverSecret);
   const routes = prepareRoutes(schema, features.flatMap((feature) => feature.routes));
+  const openApiDocument = buildOpenApiDocument(
+    {
+      routes: features.flatMap((feature) => feature.routes),
+      schemas: Object.assign({}, ...features.map((feature) => feature.schemas ?? {})),
+      plainOperations: features.flatMap((feature) => feature.httpRouteDescriptions ?? []),
+    },
+    settings,
+  );
 
   const app = express();
   const httpServer = http.createServer(app);
@@ -113,6 +128,10 @@ export async function createApp(options: AppOptions): Promise<App> {
   const plainRoutes = Router();
   for (const feature of features) feature.httpRoutes?.(plainRoutes, { database, runtime, logger });
   app.use(plainRoutes);
+
+  // The REST face's self-description: public, before credentials and rate limits.
+  if (settings.openapiDocument ?? true) app.use(openApiDocumentRoutes(openApiDocument));
+  if (settings.apiDocsPage ?? false) app.use(apiDocsPageRoutes(settings.publicApiUrl));
 
   // One context per request, shared by GraphQL and the REST facade.
   app.use(async (req: Request, res: Response, next: NextFunction) => {
@@ -172,6 +191,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     app,
     httpServer,
     runtime,
+    openApiDocument,
     async stop() {
       logger.debug('stopping Apollo Server and draining HTTP connections');
       await apollo.stop();

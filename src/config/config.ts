@@ -26,6 +26,10 @@ export interface AppConfig {
   landingPage: boolean;
   graphqlMaxDepth: number;
   graphqlMaxCost: number;
+  /** `GET /openapi.json` / `.yaml`: the REST face's OpenAPI 3.1 document (on unless OPENAPI_DOCUMENT=false). */
+  openapiDocument: boolean;
+  /** `GET /docs`: the API reference page (off in production unless enabled). */
+  apiDocsPage: boolean;
 }
 
 export class ConfigError extends Error {
@@ -133,7 +137,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
     landingPage: boolean('GRAPHQL_LANDING_PAGE', !production),
     graphqlMaxDepth: integer('GRAPHQL_MAX_DEPTH', 12, 1, 100),
     graphqlMaxCost: integer('GRAPHQL_MAX_COST', 20_000, 1, 1_000_000),
+    openapiDocument: boolean('OPENAPI_DOCUMENT', true),
+    apiDocsPage: boolean('API_DOCS_PAGE', !production),
   };
+  if (config.apiDocsPage && !config.openapiDocument) problems.push('API_DOCS_PAGE needs OPENAPI_DOCUMENT (the page renders /openapi.json)');
   if (config.redisUrl !== undefined) url('REDIS_URL', 'redis://localhost', ['redis:', 'rediss:']);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
