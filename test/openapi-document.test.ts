@@ -7,6 +7,7 @@ import { ServedDocumentChecker } from './support/openapi.js';
 import { buildOpenApiDocument } from '../src/rest/openapi-document.js';
 import { features } from '../src/app/features.js';
 import type { RestRoute } from '../src/rest/route.js';
+import { loadConfig } from '../src/config/config.js';
 
 type Operation = { operationId: string; deprecated?: boolean; parameters?: any[]; requestBody?: any; responses: Record<string, any>; security?: any[] };
 type Document = { openapi: string; servers: { url: string }[]; paths: Record<string, Record<string, Operation>>; components: any };
@@ -285,5 +286,19 @@ describe('the document validates the service\'s own requests', () => {
       expect({ label, status: response.status, code: response.body.error?.code }).toEqual({ label, status: 422, code: 2001 });
       expect(response.body.error.errors.join(' ')).toContain(named);
     }
+  });
+});
+
+describe('configuration', () => {
+  const SECRET_KEY = 'x'.repeat(32);
+  test('the document is served everywhere unless OPENAPI_DOCUMENT=false; the page only outside production unless API_DOCS_PAGE=true', () => {
+    expect([loadConfig({}).openapiDocument, loadConfig({}).apiDocsPage]).toEqual([true, true]);
+    const production = loadConfig({ NODE_ENV: 'production', SECRET_KEY });
+    expect([production.openapiDocument, production.apiDocsPage]).toEqual([true, false]);
+    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY, API_DOCS_PAGE: 'true' }).apiDocsPage).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY, OPENAPI_DOCUMENT: 'false' }).openapiDocument).toBe(false);
+    expect([loadConfig({ OPENAPI_DOCUMENT: 'false' }).openapiDocument, loadConfig({ OPENAPI_DOCUMENT: 'false' }).apiDocsPage]).toEqual([false, false]);
+    expect(() => loadConfig({ OPENAPI_DOCUMENT: 'false', API_DOCS_PAGE: 'true' })).toThrow(/API_DOCS_PAGE needs OPENAPI_DOCUMENT/);
+    expect(() => loadConfig({ OPENAPI_DOCUMENT: 'sometimes' })).toThrow(/OPENAPI_DOCUMENT must be true or false/);
   });
 });

@@ -138,8 +138,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
     graphqlMaxDepth: integer('GRAPHQL_MAX_DEPTH', 12, 1, 100),
     graphqlMaxCost: integer('GRAPHQL_MAX_COST', 20_000, 1, 1_000_000),
     openapiDocument: boolean('OPENAPI_DOCUMENT', true),
-    apiDocsPage: boolean('API_DOCS_PAGE', !production),
+    apiDocsPage: false,
   };
+  // The page renders /openapi.json: by default it follows the document; asked for without it is a mistake.
+  config.apiDocsPage = boolean('API_DOCS_PAGE', !production && config.openapiDocument);
   if (config.apiDocsPage && !config.openapiDocument) problems.push('API_DOCS_PAGE needs OPENAPI_DOCUMENT (the page renders /openapi.json)');
   if (config.redisUrl !== undefined) url('REDIS_URL', 'redis://localhost', ['redis:', 'rediss:']);
   if (problems.length > 0) throw new ConfigError(problems);
