@@ -49,7 +49,7 @@ const RATE_LIMIT_HEADERS: Record<string, oas31.ReferenceObject> = {
 /** The API error codes an HTTP status carries, read from the one error table. */
 function apiCodesFor(status: number): number[] {
   const kinds = Object.keys(ERROR_TABLE) as ErrorKind[];
-  return [...new Set(kinds.filter((kind) => ERROR_TABLE[kind].httpStatus === status).map((kind) => ERROR_TABLE[kind].apiErrorCode))].sort();
+  return [...new Set(kinds.filter((kind) => ERROR_TABLE[kind].httpStatus === status).map((kind) => ERROR_TABLE[kind].apiErrorCode))].sort((a, b) => a - b);
 }
 
 function errorResponse(status: number): oas31.ResponseObject {
@@ -102,7 +102,7 @@ function describeRoute(route: RestRoute): { path: string; method: string; operat
     };
   }
   if (!Object.keys(responses).length) throw new Error(`${where} describes no success response`);
-  const errorStatuses = [...new Set([...description.errors, ...COMMON_ERROR_STATUSES, ...(description.requestBody ? [400, 415] : [])])].sort();
+  const errorStatuses = [...new Set([...description.errors, ...COMMON_ERROR_STATUSES, ...(description.requestBody ? [400, 415] : [])])].sort((a, b) => a - b);
   for (const status of errorStatuses) responses[String(status)] = { $ref: `#/components/responses/${RESPONSE_NAMES[status]}` };
 
   const operation: oas31.OperationObject = {
@@ -127,7 +127,6 @@ function describeRoute(route: RestRoute): { path: string; method: string; operat
       : {}),
     responses,
     security: [{ api_key: [] }, { oauth_bearer: [description.scope] }],
-    'x-oauth-scope': description.scope,
   };
   return { path, method: route.method, operation };
 }
