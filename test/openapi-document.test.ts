@@ -8,6 +8,8 @@ import { buildOpenApiDocument } from '../src/rest/openapi-document.js';
 import { features } from '../src/app/features.js';
 import type { RestRoute } from '../src/rest/route.js';
 import { loadConfig } from '../src/config/config.js';
+import { SCOPES } from '../src/auth/scopes.js';
+import { issueDelegation } from '../src/oauth-delegations/oauth-delegation.service.js';
 
 type Operation = { operationId: string; deprecated?: boolean; parameters?: any[]; requestBody?: any; responses: Record<string, any>; security?: any[] };
 type Document = { openapi: string; servers: { url: string }[]; paths: Record<string, Record<string, Operation>>; components: any };
@@ -300,5 +302,37 @@ describe('configuration', () => {
     expect([loadConfig({ OPENAPI_DOCUMENT: 'false' }).openapiDocument, loadConfig({ OPENAPI_DOCUMENT: 'false' }).apiDocsPage]).toEqual([false, false]);
     expect(() => loadConfig({ OPENAPI_DOCUMENT: 'false', API_DOCS_PAGE: 'true' })).toThrow(/API_DOCS_PAGE needs OPENAPI_DOCUMENT/);
     expect(() => loadConfig({ OPENAPI_DOCUMENT: 'sometimes' })).toThrow(/OPENAPI_DOCUMENT must be true or false/);
+  });
+});
+
+describe('the scopes the document states are the ones enforced', () => {
+  test('each operation refuses a bearer token holding every scope but its own (403 naming it) and serves one holding only its own', async () => {
+    const admin = await h.createUser(account, { role: 'admin' });
+    const victim = await h.createUser(account);
+    const bodies: Record<string, unknown> = {
+      createUser: { user: { name: 'Scoped', email: `scoped-${admin.id}@example.com` } },
+      updateUser: { user: { name: 'Scoped Admin' } },
+      updateUsers: { users: [{ id: admin.id, name: 'Scoped Admin' }] },
+      createUserNotificationSubscriptions: { subscribables: [{ subscribable_type: 'incident', subscribable_id: 'PSCOPE1' }] },
+      unsubscribeUserNotificationSubscriptions: { subscribables: [{ subscribable_type: 'incident', subscribable_id: 'PSCOPE1' }] },
+    };
+    const queries: Record<string, string> = { deleteOauthDelegations: `?user_id=${admin.id}&type=mobile` };
+    const token = async (scopes: string[]) => ({ bearer: (await issueDelegation(h.database.em(), { userId: admin.id, type: 'web', scopes: scopes.join(' ') })).accessToken });
+    let checked = 0;
+    // Deleting comes last: it needs its own user, and the credential of the admin stays valid throughout.
+    const ordered = operations(document).filter(({ operation }) => operation.security?.length).sort((a, b) => Number(a.method === 'delete' && a.template.includes('{id}')) - Number(b.method === 'delete' && b.template.includes('{id}')));
+    for (const { template, method, operation } of ordered) {
+      const scope = operation.security!.find((requirement) => requirement.oauth_bearer)!.oauth_bearer[0] as string;
+      const target = method === 'delete' && template === '/users/{id}' ? victim.id : admin.id;
+      const url = `${template.replace('{id}', target).replace('{delegation_id}', '00000000-0000-4000-8000-000000000000')}${queries[operation.operationId] ?? ''}`;
+      const call = (key: { bearer: string }) => h.rest(method as 'get', url, { key, body: bodies[operation.operationId] });
+
+      const without = await call(await token(SCOPES.filter((candidate) => candidate !== scope)));
+      expect({ operation: operation.operationId, status: without.status, names: without.body.error?.errors.join(' ').includes(scope) }).toEqual({ operation: operation.operationId, status: 403, names: true });
+      const only = await call(await token([scope]));
+      expect({ operation: operation.operationId, refused: only.status === 403 || only.status === 401 }).toEqual({ operation: operation.operationId, refused: false });
+      checked += 1;
+    }
+    expect(checked).toBe(15);
   });
 });
