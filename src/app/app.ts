@@ -2,6 +2,7 @@ import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { expressMiddleware } from '@as-integrations/express5';
+import type { oas31 } from 'openapi3-ts';
 import type { AppConfig } from '../config/config.js';
 import type { Database } from '../db/database.js';
 import type { TransactionObserver } from '../db/transaction.js';
@@ -16,6 +17,8 @@ import { buildAppSchema } from '../graphql/schema.js';
 import { sendError, sendJson } from '../rest/envelopes.js';
 import { prepareRoutes, restRouter } from '../rest/executor.js';
 import { acceptVersioning, requireJsonBody } from '../rest/negotiation.js';
+import { buildOpenApiDocument } from '../rest/openapi-document.js';
+import { apiDocsPageRoutes, openApiDocumentRoutes } from '../rest/openapi-routes.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import { throttledWarning, type ThrottledWarning } from '../logging/throttled-log.js';
 import { corsAllowList } from './cors.js';
@@ -28,7 +31,9 @@ import type { Runtime } from './runtime.js';
 export type AppSettings = Pick<
   AppConfig,
   'publicApiUrl' | 'publicWebUrl' | 'publicFeedUrl' | 'apiVendor' | 'introspection' | 'landingPage' | 'corsOrigins' | 'graphqlMaxDepth' | 'graphqlMaxCost'
->;
+> &
+  /** Unset: the document is served, the page is not. */
+  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage'>>;
 
 export interface AppOptions {
   settings: AppSettings;
@@ -47,6 +52,8 @@ export interface App {
   httpServer: http.Server;
   runtime: Runtime;
   idempotencyStore: IdempotencyStore;
+  /** The REST face's OpenAPI document, as `/openapi.json` serves it. */
+  openApiDocument: oas31.OpenAPIObject;
   /** Shutdown, step one: `/readyz` answers 503 and every response carries `Connection: close`. */
   beginDraining(): void;
   /** Closes the listener, lets accepted requests finish (at most `graceMs`), then stops Apollo. */
@@ -85,6 +92,14 @@ export async function createApp(options: AppOptions): Promise<App> {
   const schema = await buildAppSchema();
   const runtime = buildRuntime(settings, options.serverSecret);
   const routes = prepareRoutes(schema, features.flatMap((feature) => feature.routes));
+  const openApiDocument = buildOpenApiDocument(
+    {
+      routes: features.flatMap((feature) => feature.routes),
+      schemas: Object.assign({}, ...features.map((feature) => feature.schemas ?? {})),
+      plainOperations: features.flatMap((feature) => feature.httpRouteDescriptions ?? []),
+    },
+    settings,
+  );
 
   const app = express();
   const managedServer = createManagedHttpServer(app, options.http);
@@ -146,6 +161,10 @@ export async function createApp(options: AppOptions): Promise<App> {
   const plainRoutes = Router();
   for (const feature of features) feature.httpRoutes?.(plainRoutes, { database, runtime, logger });
   app.use(plainRoutes);
+
+  // The REST face's self-description: public, before credentials and rate limits.
+  if (settings.openapiDocument ?? true) app.use(openApiDocumentRoutes(openApiDocument));
+  if (settings.apiDocsPage ?? false) app.use(apiDocsPageRoutes(settings.publicApiUrl));
 
   // One context per request, shared by GraphQL and the REST facade.
   app.use(async (req: Request, res: Response, next: NextFunction) => {
@@ -220,6 +239,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     httpServer,
     runtime,
     idempotencyStore,
+    openApiDocument,
     beginDraining: () => managedServer.beginDraining(),
     async stop(graceMs = 10_000) {
       clearInterval(purgeTimer);

@@ -2,6 +2,8 @@ import type { Router } from 'express';
 import type { CredentialResolver } from '../auth/authenticate.js';
 import type { Database } from '../db/database.js';
 import type { Logger } from '../logging/logger.js';
+import type { oas31 } from 'openapi3-ts';
+import type { PlainOperationDescription } from '../rest/description.js';
 import type { RestRoute } from '../rest/route.js';
 import type { UserDeletedHook } from '../users/user-lifecycle.js';
 import type { Runtime } from './runtime.js';
@@ -26,4 +28,8 @@ export interface Feature {
    * versioning, not JSON), e.g. the iCal feed. Mounted before authentication and REST negotiation.
    */
   httpRoutes?: (router: Router, deps: HttpRouteDeps) => void;
+  /** The OpenAPI descriptions of `httpRoutes`, so the document lists them too. */
+  httpRouteDescriptions?: PlainOperationDescription[];
+  /** Named OpenAPI schemas (`#/components/schemas/<name>`) the feature's route descriptions refer to. */
+  schemas?: Record<string, oas31.SchemaObject>;
 }

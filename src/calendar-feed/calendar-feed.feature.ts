@@ -1,6 +1,6 @@
 import type { Feature } from '../app/feature.js';
 import { CalendarFeedKey } from './calendar-feed-key.entity.js';
-import { calendarFeedHttpRoutes } from './calendar-feed.http.js';
+import { calendarFeedHttpRouteDescriptions, calendarFeedHttpRoutes } from './calendar-feed.http.js';
 import { calendarFeedRoutes } from './calendar-feed.rest.js';
 import { CalendarFeedResolver } from './calendar-feed.resolver.js';
 import { CalendarFeedService } from './calendar-feed.service.js';
@@ -13,5 +13,6 @@ export const calendarFeedFeature: Feature = {
   resolvers: [CalendarFeedResolver],
   routes: calendarFeedRoutes,
   httpRoutes: calendarFeedHttpRoutes,
+  httpRouteDescriptions: calendarFeedHttpRouteDescriptions,
   onUserDeleted: (em, user) => CalendarFeedService.invalidate(em, user.id),
 };

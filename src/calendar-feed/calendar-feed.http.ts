@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response, Router } from 'express';
 import type { HttpRouteDeps } from '../app/feature.js';
+import type { PlainOperationDescription } from '../rest/description.js';
 import { sendError } from '../rest/envelopes.js';
 import { calendarKeyCodec } from './calendar-key.codec.js';
 import { renderFeed } from './calendar-feed.ical.js';
@@ -38,3 +39,34 @@ export function calendarFeedHttpRoutes(router: Router, deps: HttpRouteDeps): voi
     }
   });
 }
+
+export const calendarFeedHttpRouteDescriptions: PlainOperationDescription[] = [
+  {
+    method: 'get',
+    path: '/private/{key}/feed',
+    server: 'feed',
+    operation: {
+      operationId: 'getCalendarFeed',
+      summary: "A user's on-call calendar (iCal)",
+      description:
+        'The URL is the credential (`http_cal_url` / `web_cal_url` of a user): no Authorization header, no `Accept` versioning, no rate-limit headers. ' +
+        'Poll with `If-None-Match` / `If-Modified-Since`. An unknown, rotated or deleted key is 404, indistinguishable from one that never existed.',
+      tags: ['Calendar feed'],
+      security: [],
+      parameters: [{ name: 'key', in: 'path', required: true, description: 'The private calendar key.', schema: { type: 'string' } }],
+      responses: {
+        200: {
+          description: 'An RFC 5545 calendar of the user\'s on-call shifts.',
+          headers: {
+            ETag: { schema: { type: 'string' } },
+            'Last-Modified': { schema: { type: 'string' } },
+            'Cache-Control': { schema: { type: 'string', enum: [FEED_HEADERS['Cache-Control']] } },
+          },
+          content: { 'text/calendar': { schema: { type: 'string' } } },
+        },
+        304: { description: 'Not modified since the ETag or date the calendar app sent.' },
+        404: { description: 'No calendar feed at this URL.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+      },
+    },
+  },
+];

@@ -35,6 +35,10 @@ export interface AppConfig {
   /** How long a request may wait for a pooled database connection before it answers 503. */
   databasePoolTimeoutMs: number;
   http: HttpServerLimits;
+  /** `GET /openapi.json` / `.yaml`: the REST face's OpenAPI 3.1 document (on unless OPENAPI_DOCUMENT=false). */
+  openapiDocument: boolean;
+  /** `GET /docs`: the API reference page (off in production unless enabled). */
+  apiDocsPage: boolean;
 }
 
 export interface HttpServerLimits {
@@ -166,7 +170,12 @@ export function loadConfig(env: Env = process.env): AppConfig {
       maxUnreadResponseBytes: integer('HTTP_MAX_UNREAD_RESPONSE_BYTES', 1_048_576, 16_384, 1_073_741_824),
       stalledClientTimeoutMs: integer('HTTP_STALLED_CLIENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
     },
+    openapiDocument: boolean('OPENAPI_DOCUMENT', true),
+    apiDocsPage: false,
   };
+  // The page renders /openapi.json: by default it follows the document; asked for without it is a mistake.
+  config.apiDocsPage = boolean('API_DOCS_PAGE', !production && config.openapiDocument);
+  if (config.apiDocsPage && !config.openapiDocument) problems.push('API_DOCS_PAGE needs OPENAPI_DOCUMENT (the page renders /openapi.json)');
   if (config.http.requestTimeoutMs < config.http.headersTimeoutMs) problems.push('HTTP_REQUEST_TIMEOUT_MS must be at least HTTP_HEADERS_TIMEOUT_MS');
   if (config.redisUrl !== undefined) url('REDIS_URL', 'redis://localhost', ['redis:', 'rediss:']);
   if (problems.length > 0) throw new ConfigError(problems);

@@ -6,8 +6,12 @@ import type {
 } from '../graphql/generated/operations.js';
 import type { RestRoute } from '../rest/route.js';
 import { operationDocument } from '../rest/route.js';
-import { classicPagination } from '../rest/params.js';
-import { SUBSCRIBABLE_TYPES, isSubscribableType } from './subscribable.entity.js';
+import { classicPagination, classicPaginationParameters, pathParameter } from '../rest/params.js';
+import type { BodyDescription } from '../rest/description.js';
+import { classicPage, schemaRef } from '../rest/openapi-schemas.js';
+import type { oas31 } from 'openapi3-ts';
+import { MAX_SUBSCRIBABLE_FIELD_LENGTH, SUBSCRIBABLE_TYPES, isSubscribableType } from './subscribable.entity.js';
+import { MAX_SUBSCRIBABLES_PER_CALL } from './notification-subscriptions.service.js';
 
 const document = (file: string) => operationDocument(import.meta.url, file);
 
@@ -50,11 +54,73 @@ function presentSubscription(subscription: SubscriptionFields) {
   };
 }
 
+const subscriptionProperties: Record<string, oas31.SchemaObject> = {
+  subscriber_id: { type: 'string' },
+  subscriber_type: { type: 'string', enum: ['user'] },
+  subscribable_id: { type: 'string' },
+  subscribable_type: { type: 'string', enum: [...SUBSCRIBABLE_TYPES] },
+  account_id: { type: 'string' },
+};
+
+export const notificationSubscriptionSchemas: Record<string, oas31.SchemaObject> = {
+  NotificationSubscribable: {
+    type: 'object',
+    required: ['subscribable_type', 'subscribable_id'],
+    properties: {
+      subscribable_type: { type: 'string', enum: [...SUBSCRIBABLE_TYPES] },
+      subscribable_id: { type: 'string', minLength: 1, maxLength: MAX_SUBSCRIBABLE_FIELD_LENGTH },
+    },
+  },
+  NotificationSubscription: { type: 'object', required: Object.keys(subscriptionProperties), properties: subscriptionProperties },
+  NotificationSubscriptionWithContext: {
+    type: 'object',
+    required: [...Object.keys(subscriptionProperties), 'result'],
+    properties: {
+      ...subscriptionProperties,
+      result: { type: 'string', enum: ['success', 'duplicate', 'unauthorized'], description: '`unauthorized`: the entity is not in the caller\'s account.' },
+    },
+  },
+};
+
+const subscribablesBody: BodyDescription<ReturnType<typeof subscribablesFromBody>> = {
+  description: `\`{"subscribables": [...]}\`: 1 to ${MAX_SUBSCRIBABLES_PER_CALL} distinct entities. Every payload problem is 422.`,
+  schema: {
+    type: 'object',
+    required: ['subscribables'],
+    properties: { subscribables: { type: 'array', minItems: 1, maxItems: MAX_SUBSCRIBABLES_PER_CALL, uniqueItems: true, items: schemaRef('NotificationSubscribable') } },
+  },
+  read: subscribablesFromBody,
+};
+
+const userIdPath = pathParameter('id', 'The id of the subscribing user.');
+
 export const notificationSubscriptionRoutes: RestRoute[] = [
   {
     method: 'get',
     path: '/users/:id/notification_subscriptions',
     operation: document('./operations/list-notification-subscriptions.graphql'),
+    description: {
+      operationId: 'getUserNotificationSubscriptions',
+      summary: "List a user's notification subscriptions",
+      description: 'The user themself, or can_update_user.',
+      tags: ['Users'],
+      scope: 'subscribers.read',
+      parameters: [userIdPath, ...classicPaginationParameters],
+      responses: {
+        200: {
+          description: 'A page of subscriptions.',
+          schema: classicPage('subscriptions', {
+            type: 'object',
+            required: ['subscription', 'subscribable_name'],
+            properties: {
+              subscription: { allOf: [schemaRef('NotificationSubscription'), { type: 'object', properties: { subscribable_name: { type: ['string', 'null'] } } }] },
+              subscribable_name: { type: ['string', 'null'] },
+            },
+          }),
+        },
+      },
+      errors: [400, 403, 404],
+    },
     variables: ({ params, query }) => {
       const page = classicPagination(query);
       return { userId: params.id, first: page.limit, offset: page.offset, withTotal: page.total };
@@ -82,7 +148,18 @@ export const notificationSubscriptionRoutes: RestRoute[] = [
     method: 'post',
     path: '/users/:id/notification_subscriptions',
     operation: document('./operations/create-notification-subscriptions.graphql'),
-    variables: ({ params, body }) => ({ input: { userId: params.id, subscribables: subscribablesFromBody(body) } }),
+    description: {
+      operationId: 'createUserNotificationSubscriptions',
+      summary: 'Subscribe a user to entities',
+      description: 'Each entity gets a result: success, duplicate (already subscribed) or unauthorized (not in the caller\'s account).',
+      tags: ['Users'],
+      scope: 'subscribers.write',
+      parameters: [userIdPath],
+      requestBody: subscribablesBody,
+      responses: { 200: { description: 'One result per entity.', schema: { type: 'object', required: ['subscriptions'], properties: { subscriptions: { type: 'array', items: schemaRef('NotificationSubscriptionWithContext') } } } } },
+      errors: [403, 404, 422],
+    },
+    variables: ({ params, body }) => ({ input: { userId: params.id, subscribables: subscribablesBody.read(body) } }),
     respond: (data: CreateNotificationSubscriptionsMutation) => ({
       status: 200,
       body: {
@@ -97,7 +174,26 @@ export const notificationSubscriptionRoutes: RestRoute[] = [
     method: 'post',
     path: '/users/:id/notification_subscriptions/unsubscribe',
     operation: document('./operations/remove-notification-subscriptions.graphql'),
-    variables: ({ params, body }) => ({ input: { userId: params.id, subscribables: subscribablesFromBody(body) } }),
+    description: {
+      operationId: 'unsubscribeUserNotificationSubscriptions',
+      summary: 'Unsubscribe a user from entities',
+      tags: ['Users'],
+      scope: 'subscribers.write',
+      parameters: [userIdPath],
+      requestBody: subscribablesBody,
+      responses: {
+        200: {
+          description: 'Removed / entity not in the caller\'s account / no such subscription.',
+          schema: {
+            type: 'object',
+            required: ['deleted_count', 'unauthorized_count', 'non_existent_count'],
+            properties: { deleted_count: { type: 'integer', minimum: 0 }, unauthorized_count: { type: 'integer', minimum: 0 }, non_existent_count: { type: 'integer', minimum: 0 } },
+          },
+        },
+      },
+      errors: [403, 404, 422],
+    },
+    variables: ({ params, body }) => ({ input: { userId: params.id, subscribables: subscribablesBody.read(body) } }),
     respond: (data: RemoveNotificationSubscriptionsMutation) => ({
       status: 200,
       body: {

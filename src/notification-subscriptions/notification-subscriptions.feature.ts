@@ -5,7 +5,7 @@ import {
   NotificationSubscriptionsResolver,
   UserNotificationSubscriptionsResolver,
 } from './notification-subscription.resolver.js';
-import { notificationSubscriptionRoutes } from './notification-subscription.rest.js';
+import { notificationSubscriptionRoutes, notificationSubscriptionSchemas } from './notification-subscription.rest.js';
 import { removeSubscriptionsOfUser } from './notification-subscriptions.service.js';
 import { Subscribable } from './subscribable.entity.js';
 
@@ -14,5 +14,6 @@ export const notificationSubscriptionsFeature: Feature = {
   entities: [Subscribable, NotificationSubscription],
   resolvers: [NotificationSubscriptionsResolver, UserNotificationSubscriptionsResolver, NotificationSubscriptionFieldsResolver],
   routes: notificationSubscriptionRoutes,
+  schemas: notificationSubscriptionSchemas,
   onUserDeleted: (em, user) => removeSubscriptionsOfUser(em, user.id),
 };

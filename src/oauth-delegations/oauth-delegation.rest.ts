@@ -2,7 +2,10 @@ import { DateTimeResolver } from 'graphql-scalars';
 import { InvalidInputError, MissingArgumentError } from '../errors/domain-errors.js';
 import type { RestRoute } from '../rest/route.js';
 import { operationDocument } from '../rest/route.js';
-import { cursorPagination, list, required, single, type Query } from '../rest/params.js';
+import { cursorPagination, cursorParameter, enumListParameter, limitParameter, list, pathParameter, required, single, type Query } from '../rest/params.js';
+import type { ParameterDescription } from '../rest/description.js';
+import { cursorPage, schemaRef, wrapped } from '../rest/openapi-schemas.js';
+import type { oas31 } from 'openapi3-ts';
 import type {
   DeleteOAuthDelegationsMutation,
   ListUserOAuthDelegationsQuery,
@@ -61,17 +64,86 @@ function delegationTypeFilter(query: Query): string[] | null {
   return enumList(query, given[0] ?? 'delegation_type', DELEGATION_TYPES);
 }
 
+export const oauthDelegationSchemas: Record<string, oas31.SchemaObject> = {
+  OAuthDelegation: {
+    type: 'object',
+    required: ['id', 'type', 'summary', 'self', 'html_url', 'delegation_type', 'client_id', 'scope', 'status', 'created_at', 'expires_at'],
+    properties: {
+      id: { type: 'string', format: 'uuid', readOnly: true },
+      type: { type: 'string', enum: ['oauth_delegation'] },
+      summary: { type: 'string' },
+      self: { type: 'string', format: 'uri' },
+      html_url: { type: 'string', format: 'uri' },
+      delegation_type: { type: 'string', enum: [...DELEGATION_TYPES] },
+      client_id: { type: 'string' },
+      scope: { type: 'string', description: 'Space-separated scopes.' },
+      status: { type: 'string', enum: [...DELEGATION_STATUSES] },
+      created_at: { type: 'string', format: 'date-time' },
+      expires_at: { type: 'string', format: 'date-time' },
+    },
+  },
+};
+
+const userIdPath = pathParameter('id', 'The id of the user.');
+
+const revocationUserParameter: ParameterDescription<string> = {
+  name: 'user_id',
+  in: 'query',
+  required: true,
+  description: 'The user whose delegations to revoke.',
+  schema: { type: 'string', minLength: 1 },
+  read: ({ query }) => required(query, 'user_id').trim(),
+};
+
+const revocationTypeParameter = enumListParameter('type', REVOCABLE_TYPES, 'The delegation types to revoke (sign out of the mobile app, the web app, or both).', ({ query }) => {
+  const types = enumList(query, 'type', REVOCABLE_TYPES);
+  if (!types) throw new MissingArgumentError('type is required (mobile, web, or mobile,web)');
+  return types;
+}, true);
+
+const requestedAtEndParameter: ParameterDescription<string | null> = {
+  name: 'requested_at_end',
+  in: 'query',
+  description: 'Echoed back as `requested_at_end`; defaults to now.',
+  schema: { type: 'string', format: 'date-time' },
+  read: ({ query }) => {
+    const raw = single(query, 'requested_at_end');
+    if (raw === undefined || raw.trim() === '') return null;
+    try {
+      DateTimeResolver.parseValue(raw.trim());
+    } catch {
+      throw new InvalidInputError(`requested_at_end must be an ISO 8601 date-time such as 2026-01-01T12:00:00Z (got "${raw}")`);
+    }
+    return raw.trim();
+  },
+};
+
+const delegationTypeParameter = enumListParameter(
+  'delegation_type',
+  DELEGATION_TYPES,
+  'Only delegations of these types (`type` is accepted as an alias, not both).',
+  ({ query }) => delegationTypeFilter(query),
+);
+const delegationStatusParameter = enumListParameter('status', DELEGATION_STATUSES, 'Only delegations in these statuses.', ({ query }) =>
+  enumList(query, 'status', DELEGATION_STATUSES),
+);
+
 export const oauthDelegationRoutes: RestRoute[] = [
   {
     method: 'delete',
     path: '/oauth_delegations',
     operation: operationDocument(import.meta.url, './operations/delete-oauth-delegations.graphql'),
-    variables: ({ query }) => {
-      const userId = required(query, 'user_id').trim();
-      const types = enumList(query, 'type', REVOCABLE_TYPES);
-      if (!types) throw new MissingArgumentError('type is required (mobile, web, or mobile,web)');
-      return { input: { userId, types } };
+    description: {
+      operationId: 'deleteOauthDelegations',
+      summary: "Revoke a user's delegations (sign out)",
+      description: 'Revokes every issued delegation of the user of those types, synchronously: their tokens are refused from this response on. An unknown user is 400 naming it.',
+      tags: ['OAuth Delegations'],
+      scope: 'oauth_delegations.write',
+      parameters: [revocationUserParameter, revocationTypeParameter],
+      responses: { 200: { description: 'Revoked.', schema: { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ok'] } } } } },
+      errors: [400, 403],
     },
+    variables: (request) => ({ input: { userId: revocationUserParameter.read!(request), types: revocationTypeParameter.read!(request) } }),
     respond: () => ({ status: 200, body: { status: 'ok' } }),
   } satisfies RestRoute<DeleteOAuthDelegationsMutation>,
   {
@@ -79,16 +151,26 @@ export const oauthDelegationRoutes: RestRoute[] = [
     path: '/oauth_delegations/revocation_requests/status',
     operation: operationDocument(import.meta.url, './operations/oauth-delegation-revocation-status.graphql'),
     successor: 'DELETE /oauth_delegations',
-    variables: ({ query }) => {
-      const raw = single(query, 'requested_at_end');
-      if (raw === undefined || raw.trim() === '') return { requestedAtEnd: null };
-      try {
-        DateTimeResolver.parseValue(raw.trim());
-      } catch {
-        throw new InvalidInputError(`requested_at_end must be an ISO 8601 date-time such as 2026-01-01T12:00:00Z (got "${raw}")`);
-      }
-      return { requestedAtEnd: raw.trim() };
+    description: {
+      operationId: 'getOauthDelegationsRevocationRequestsStatus',
+      summary: 'Revocation requests status (deprecated)',
+      description: 'Revocation is synchronous now: `pending_count` is always 0. Owners, admins and account keys only.',
+      tags: ['OAuth Delegations'],
+      scope: 'oauth_delegations.read',
+      parameters: [requestedAtEndParameter],
+      responses: {
+        200: {
+          description: 'No revocation is ever pending.',
+          schema: {
+            type: 'object',
+            required: ['pending_count', 'requested_at_end'],
+            properties: { pending_count: { type: 'integer', minimum: 0 }, requested_at_end: { type: 'string', format: 'date-time' } },
+          },
+        },
+      },
+      errors: [400, 403],
     },
+    variables: (request) => ({ requestedAtEnd: requestedAtEndParameter.read!(request) }),
     respond: (data: OAuthDelegationRevocationRequestsStatusQuery) => {
       const status = data.oauthDelegationRevocationRequestsStatus;
       return { status: 200, body: { pending_count: status.pendingCount, requested_at_end: iso(status.requestedAtEnd) } };
@@ -98,6 +180,16 @@ export const oauthDelegationRoutes: RestRoute[] = [
     method: 'get',
     path: '/users/:id/oauth_delegations',
     operation: withFields('./operations/list-user-oauth-delegations.graphql'),
+    description: {
+      operationId: 'listUserDelegations',
+      summary: "List a user's OAuth delegations",
+      description: 'The user themself, or can_update_user.',
+      tags: ['Users', 'OAuth Delegations'],
+      scope: 'oauth_delegations.read',
+      parameters: [userIdPath, delegationTypeParameter, delegationStatusParameter, limitParameter('cursor'), cursorParameter],
+      responses: { 200: { description: 'A page of delegations.', schema: cursorPage('oauth_delegations', schemaRef('OAuthDelegation')) } },
+      errors: [400, 403, 404],
+    },
     variables: ({ params, query }) => {
       const page = cursorPagination(query);
       return {
@@ -126,6 +218,15 @@ export const oauthDelegationRoutes: RestRoute[] = [
     method: 'get',
     path: '/users/:id/oauth_delegations/:delegation_id',
     operation: withFields('./operations/show-user-oauth-delegation.graphql'),
+    description: {
+      operationId: 'getUserDelegation',
+      summary: "Show one of a user's OAuth delegations",
+      tags: ['Users', 'OAuth Delegations'],
+      scope: 'oauth_delegations.read',
+      parameters: [userIdPath, pathParameter('delegation_id', 'The id of the delegation.')],
+      responses: { 200: { description: 'The delegation.', schema: wrapped('oauth_delegation', schemaRef('OAuthDelegation')) } },
+      errors: [400, 403, 404],
+    },
     variables: ({ params }) => ({ userId: params.id, id: params.delegation_id }),
     // SPEC's decided slip: wrapped, as the seed's show rule and the reference's example have it.
     respond: (data: ShowUserOAuthDelegationQuery) => ({ status: 200, body: { oauth_delegation: presentOAuthDelegation(data.oauthDelegation) } }),

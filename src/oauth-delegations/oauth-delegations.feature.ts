@@ -2,7 +2,7 @@ import type { Feature } from '../app/feature.js';
 import { bearerCredentials } from './oauth-delegation.credentials.js';
 import { OAuthDelegation } from './oauth-delegation.entity.js';
 import { OAuthDelegationResolver, UserOAuthDelegationsResolver } from './oauth-delegation.resolver.js';
-import { oauthDelegationRoutes } from './oauth-delegation.rest.js';
+import { oauthDelegationRoutes, oauthDelegationSchemas } from './oauth-delegation.rest.js';
 import { revokeDeletedUsersDelegations } from './oauth-delegation.service.js';
 
 export const oauthDelegationsFeature: Feature = {
@@ -10,6 +10,7 @@ export const oauthDelegationsFeature: Feature = {
   entities: [OAuthDelegation],
   resolvers: [OAuthDelegationResolver, UserOAuthDelegationsResolver],
   routes: oauthDelegationRoutes,
+  schemas: oauthDelegationSchemas,
   credentialResolvers: [bearerCredentials],
   onUserDeleted: async (em, user, principal) => {
     await revokeDeletedUsersDelegations(em, user, principal);

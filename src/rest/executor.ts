@@ -7,6 +7,7 @@ import { classifyError } from '../graphql/errors.js';
 import { DomainError } from '../errors/domain-errors.js';
 import { sendError, sendJson } from './envelopes.js';
 import type { RestRequest, RestRoute } from './route.js';
+import { validateDescribedInput } from './description.js';
 
 interface PreparedRoute {
   route: RestRoute;
@@ -54,6 +55,7 @@ export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSc
           body: req.body,
           principal: requirePrincipal(context),
         };
+        validateDescribedInput(route.description, request);
         const variableValues = route.variables(request);
         const result = await execute({ schema, document, contextValue: context, variableValues });
         if (result.errors?.length) {

@@ -1,5 +1,6 @@
 import { InvalidInputError, MissingArgumentError } from '../errors/domain-errors.js';
 import { MAX_OFFSET_WINDOW } from '../graphql/connection.js';
+import type { ParameterDescription } from './description.js';
 
 export type Query = Record<string, string | string[] | undefined>;
 
@@ -77,4 +78,83 @@ export function bodyField(body: unknown, field: string): unknown {
   const value = (body as Record<string, unknown>)[field];
   if (value === undefined || value === null) throw new MissingArgumentError(`${field} is required`);
   return value;
+}
+
+/**
+ * Described parameters: the document's schema and the route's check side by side, with the
+ * bounds taken from the constants above, so the published bounds are the enforced ones.
+ */
+export function limitParameter(paging: 'classic' | 'cursor'): ParameterDescription<number | undefined> {
+  return {
+    name: 'limit',
+    in: 'query',
+    description: `Results per page (default ${CLASSIC_DEFAULT_LIMIT}). A larger value than ${CLASSIC_MAX_LIMIT} is served, and echoed, as ${CLASSIC_MAX_LIMIT}.` +
+      (paging === 'classic' ? ` offset + limit must not exceed ${CLASSIC_MAX_WINDOW}.` : ''),
+    schema: { type: 'integer', minimum: 1, default: CLASSIC_DEFAULT_LIMIT },
+    read: ({ query }) => {
+      const value = integer(query, 'limit');
+      if (value !== undefined && value < 1) throw new InvalidInputError('limit must be at least 1');
+      return value;
+    },
+  };
+}
+
+export const offsetParameter: ParameterDescription<number | undefined> = {
+  name: 'offset',
+  in: 'query',
+  description: `Where the page starts, from 0. offset + limit must not exceed ${CLASSIC_MAX_WINDOW}.`,
+  schema: { type: 'integer', minimum: 0, maximum: CLASSIC_MAX_WINDOW - 1, default: 0 },
+  read: ({ query }) => integer(query, 'offset'),
+};
+
+export const totalParameter: ParameterDescription<boolean> = {
+  name: 'total',
+  in: 'query',
+  description: '`total` is null unless this is true (counting costs time).',
+  schema: { type: 'boolean', default: false },
+  read: ({ query }) => boolean(query, 'total'),
+};
+
+export const cursorParameter: ParameterDescription<string | undefined> = {
+  name: 'cursor',
+  in: 'query',
+  description: 'The `next_cursor` of the previous page; absent for the first page. Cursors are opaque and tamper-evident.',
+  schema: { type: 'string' },
+};
+
+/** Classic pagination's parameters (the window rule spanning limit and offset is classicPagination's). */
+export const classicPaginationParameters: ParameterDescription[] = [limitParameter('classic'), offsetParameter, totalParameter];
+
+export function includeParameter(allowed: readonly string[], description: string): ParameterDescription<Set<string>> {
+  return {
+    name: 'include[]',
+    in: 'query',
+    description: `${description} Repeat the parameter or separate values with commas; any other value is 400, listing the allowed ones.`,
+    explode: true,
+    schema: { type: 'array', items: { type: 'string', enum: [...allowed] } },
+    read: ({ query }) => includes(query, allowed),
+  };
+}
+
+/** A comma (or repeated, or `name[]`) list of values, each one of `allowed`. */
+export function enumListParameter(
+  name: string,
+  allowed: readonly string[],
+  description: string,
+  read: ParameterDescription<unknown>['read'],
+  required = false,
+): ParameterDescription {
+  return {
+    name,
+    in: 'query',
+    description: `${description} One or more of ${allowed.join(', ')}, repeated or separated by commas.`,
+    required,
+    explode: true,
+    schema: { type: 'array', items: { type: 'string', enum: [...allowed] } },
+    read,
+  };
+}
+
+export function pathParameter(name: string, description: string): ParameterDescription<string> {
+  return { name, in: 'path', required: true, description, schema: { type: 'string', minLength: 1 } };
 }

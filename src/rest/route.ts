@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Principal } from '../auth/principal.js';
+import type { OperationDescription } from './description.js';
 
 export interface RestRequest {
   params: Record<string, string>;
@@ -34,6 +35,11 @@ export interface RestRoute<TData = any> {
   respond(data: TData, request: RestRequest): RestResponse;
   /** For deprecated endpoints: the successor's method and path, sent as `Deprecation` and `Link` headers. */
   successor?: string;
+  /**
+   * The route's OpenAPI description (required: the document is assembled from the rows). Its
+   * parameters' and body's readers run before `variables`, so a request the document refuses is refused.
+   */
+  description: OperationDescription;
 }
 
 /** Reads `.graphql` files relative to the calling module (`import.meta.url`); the build copies them beside the output. */

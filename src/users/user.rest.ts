@@ -1,7 +1,9 @@
 import { InvalidInputError, MissingArgumentError } from '../errors/domain-errors.js';
 import type { RestRoute } from '../rest/route.js';
 import { operationDocument } from '../rest/route.js';
-import { bodyField, classicPagination, includes, single } from '../rest/params.js';
+import { bodyField, classicPagination, classicPaginationParameters, includeParameter, includes, pathParameter, single } from '../rest/params.js';
+import type { BodyDescription } from '../rest/description.js';
+import { classicPage, schemaRef, wrapped } from '../rest/openapi-schemas.js';
 import { policy } from '../auth/policy.js';
 import type {
   CreateUserMutation,
@@ -14,6 +16,7 @@ import type {
 } from '../graphql/generated/operations.js';
 import { MAX_USERS_PER_BULK_UPDATE } from './user.service.js';
 import { validateUserFields, type UserFields } from './user.validation.js';
+import { userQueryParameter } from './user.openapi.js';
 
 /** Arrays the product holds none of: accepted in include[] and always returned empty. */
 export const USER_INCLUDES = ['contact_methods', 'notification_rules', 'teams', 'subdomains'] as const;
@@ -81,13 +84,71 @@ export function userFieldsFromBody(raw: unknown, where: string, options: { creat
   return { ...fields, ...(fields.role !== undefined ? { role: fields.role.toUpperCase() } : {}) };
 }
 
+const userIdParameter = pathParameter('id', 'The id of the user.');
+const indexIncludes = includeParameter(USER_INCLUDES, 'Arrays to include (returned empty: the product holds none).');
+const showIncludes = includeParameter(
+  USER_SHOW_INCLUDES,
+  'Arrays to include; `calendar_urls` adds `http_cal_url` and `web_cal_url` (automatic for oneself; for another user only with can_update_user).',
+);
+const userResponse = (description: string) => ({ description, schema: wrapped('user', schemaRef('User')) });
+
+const createUserBody: BodyDescription<Record<string, unknown>> = {
+  description: '`{"user": {...}}` with at least `name` and `email`.',
+  schema: { type: 'object', required: ['user'], properties: { user: { allOf: [schemaRef('UserChanges'), { required: ['name', 'email'] }] } } },
+  read: (body) => userFieldsFromBody(bodyField(body, 'user'), 'user', { creating: true }),
+};
+
+const updateUserBody: BodyDescription<Record<string, unknown>> = {
+  description: '`{"user": {...}}` with only the fields to change.',
+  schema: wrapped('user', schemaRef('UserChanges')),
+  read: (body) => userFieldsFromBody(bodyField(body, 'user'), 'user', { creating: false }),
+};
+
+const updateUsersBody: BodyDescription<Record<string, unknown>[]> = {
+  description: `\`{"users": [{id, ...changes}, ...]}\`: 1 to ${MAX_USERS_PER_BULK_UPDATE} users, all changed or none (one bad element is 400 naming it).`,
+  schema: {
+    type: 'object',
+    required: ['users'],
+    properties: {
+      users: {
+        type: 'array',
+        minItems: 1,
+        maxItems: MAX_USERS_PER_BULK_UPDATE,
+        items: { allOf: [schemaRef('UserChanges'), { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1 } } }] },
+      },
+    },
+  },
+  read: (body) => {
+    const users = bodyField(body, 'users');
+    if (!Array.isArray(users)) throw new InvalidInputError('users must be an array');
+    if (users.length === 0 || users.length > MAX_USERS_PER_BULK_UPDATE) {
+      throw new InvalidInputError(`users must hold 1 to ${MAX_USERS_PER_BULK_UPDATE} elements`);
+    }
+    return users.map((element: unknown, index) => {
+      const fields = userFieldsFromBody(element, `users[${index}]`, { creating: false });
+      const id = (element as { id?: unknown }).id;
+      if (typeof id !== 'string' || id === '') throw new MissingArgumentError(`users[${index}].id is required`);
+      return { ...fields, id };
+    });
+  },
+};
+
 export const userRoutes: RestRoute[] = [
   {
     method: 'get',
     path: '/users',
     operation: document('./operations/list-users.graphql'),
+    description: {
+      operationId: 'listUsers',
+      summary: 'List users',
+      description: 'Ordered by name, then id. Calendar URLs are never listed.',
+      tags: ['Users'],
+      scope: 'users.read',
+      parameters: [userQueryParameter, ...classicPaginationParameters, indexIncludes],
+      responses: { 200: { description: 'A page of users.', schema: classicPage('users', schemaRef('User')) } },
+      errors: [400, 403],
+    },
     variables: ({ query }) => {
-      includes(query, USER_INCLUDES);
       const page = classicPagination(query);
       return { query: single(query, 'query') ?? null, first: page.limit, offset: page.offset, withTotal: page.total };
     },
@@ -109,16 +170,32 @@ export const userRoutes: RestRoute[] = [
     method: 'get',
     path: '/users/me',
     operation: document('./operations/current-user.graphql'),
-    variables: ({ query }) => {
-      includes(query, USER_SHOW_INCLUDES);
-      return {};
+    description: {
+      operationId: 'getCurrentUser',
+      summary: 'Show the current user',
+      description: 'The user the credential acts as (with their calendar URLs); an account key has none: 400.',
+      tags: ['Users'],
+      scope: 'users.read',
+      parameters: [showIncludes],
+      responses: { 200: userResponse('The current user.') },
+      errors: [400, 403],
     },
+    variables: () => ({}),
     respond: (data: CurrentUserQuery) => ({ status: 200, body: { user: presentUser(data.viewer) } }),
   } satisfies RestRoute<CurrentUserQuery>,
   {
     method: 'get',
     path: '/users/:id',
     operation: document('./operations/show-user.graphql'),
+    description: {
+      operationId: 'getUser',
+      summary: 'Show a user',
+      tags: ['Users'],
+      scope: 'users.read',
+      parameters: [userIdParameter, showIncludes],
+      responses: { 200: userResponse('The user.') },
+      errors: [400, 403, 404],
+    },
     variables: ({ params, query, principal }) => {
       const included = includes(query, USER_SHOW_INCLUDES);
       // Automatically for one's own profile (user-level credentials); for anyone else only when asked,
@@ -131,43 +208,68 @@ export const userRoutes: RestRoute[] = [
     method: 'post',
     path: '/users',
     operation: document('./operations/create-user.graphql'),
-    variables: ({ body }) => ({ input: userFieldsFromBody(bodyField(body, 'user'), 'user', { creating: true }) }),
+    description: {
+      operationId: 'createUser',
+      summary: 'Create a user',
+      description: 'Needs can_update_user.',
+      tags: ['Users'],
+      scope: 'users.write',
+      requestBody: createUserBody,
+      responses: { 201: userResponse('The created user.') },
+      errors: [400, 403, 409],
+    },
+    variables: ({ body }) => ({ input: createUserBody.read(body) }),
     respond: (data: CreateUserMutation) => ({ status: 201, body: { user: presentUser(data.createUser.user) } }),
   } satisfies RestRoute<CreateUserMutation>,
   {
     method: 'put',
     path: '/users/:id',
     operation: document('./operations/update-user.graphql'),
-    variables: ({ params, body }) => ({ input: { ...userFieldsFromBody(bodyField(body, 'user'), 'user', { creating: false }), id: params.id } }),
+    description: {
+      operationId: 'updateUser',
+      summary: 'Update a user',
+      description: 'Oneself (profile fields, not role, unless a read-only role), or anyone with can_update_user.',
+      tags: ['Users'],
+      scope: 'users.write',
+      parameters: [userIdParameter],
+      requestBody: updateUserBody,
+      responses: { 200: userResponse('The updated user.') },
+      errors: [400, 403, 404, 409],
+    },
+    variables: ({ params, body }) => ({ input: { ...updateUserBody.read(body), id: params.id } }),
     respond: (data: UpdateUserMutation) => ({ status: 200, body: { user: presentUser(data.updateUser.user) } }),
   } satisfies RestRoute<UpdateUserMutation>,
   {
     method: 'put',
     path: '/users',
     operation: document('./operations/update-users.graphql'),
-    variables: ({ body }) => {
-      const users = bodyField(body, 'users');
-      if (!Array.isArray(users)) throw new InvalidInputError('users must be an array');
-      if (users.length === 0 || users.length > MAX_USERS_PER_BULK_UPDATE) {
-        throw new InvalidInputError(`users must hold 1 to ${MAX_USERS_PER_BULK_UPDATE} elements`);
-      }
-      return {
-        input: {
-          users: users.map((element: unknown, index) => {
-            const fields = userFieldsFromBody(element, `users[${index}]`, { creating: false });
-            const id = (element as { id?: unknown }).id;
-            if (typeof id !== 'string' || id === '') throw new MissingArgumentError(`users[${index}].id is required`);
-            return { ...fields, id };
-          }),
-        },
-      };
+    description: {
+      operationId: 'updateUsers',
+      summary: 'Update multiple users',
+      description: 'All or nothing: one bad element is 400 naming it, and nothing changes.',
+      tags: ['Users'],
+      scope: 'users.write',
+      requestBody: updateUsersBody,
+      responses: { 200: { description: 'The updated users.', schema: { type: 'object', required: ['users'], properties: { users: { type: 'array', items: schemaRef('User') } } } } },
+      errors: [400, 403, 404, 409],
     },
+    variables: ({ body }) => ({ input: { users: updateUsersBody.read(body) } }),
     respond: (data: UpdateUsersMutation) => ({ status: 200, body: { users: data.updateUsers.users.map(presentUser) } }),
   } satisfies RestRoute<UpdateUsersMutation>,
   {
     method: 'delete',
     path: '/users/:id',
     operation: operationDocument(import.meta.url, './operations/delete-user.graphql'),
+    description: {
+      operationId: 'deleteUser',
+      summary: 'Delete a user',
+      description: 'Revokes their delegations and API keys, invalidates their calendar key and removes their subscriptions, at once. The owner cannot be deleted (400).',
+      tags: ['Users'],
+      scope: 'users.write',
+      parameters: [userIdParameter],
+      responses: { 204: { description: 'Deleted; no body.' } },
+      errors: [400, 403, 404],
+    },
     variables: ({ params }) => ({ input: { id: params.id } }),
     respond: () => ({ status: 204 }),
   },

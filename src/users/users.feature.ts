@@ -2,10 +2,12 @@ import type { Feature } from '../app/feature.js';
 import { User } from './user.entity.js';
 import { UserResolver } from './user.resolver.js';
 import { userRoutes } from './user.rest.js';
+import { userSchemas } from './user.openapi.js';
 
 export const usersFeature: Feature = {
   name: 'users',
   entities: [User],
   resolvers: [UserResolver],
   routes: userRoutes,
+  schemas: userSchemas,
 };

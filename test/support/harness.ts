@@ -13,7 +13,7 @@ import { Account } from '../../src/accounts/account.entity.js';
 import { User } from '../../src/users/user.entity.js';
 import type { UserRole } from '../../src/auth/roles.js';
 import { openTestDatabase, type TestDatabase, type TestDatabaseOptions } from './database.js';
-import { assertMatchesReference } from './openapi.js';
+import { assertMatchesReference, ServedDocumentChecker } from './openapi.js';
 
 export const TEST_SETTINGS: AppSettings = {
   publicApiUrl: 'https://api.test.example',
@@ -64,7 +64,7 @@ export interface Harness {
   runtime: Runtime;
   app: Parameters<typeof supertest>[0];
   logs: string[];
-  /** Every response is checked against the reference OpenAPI document before it is returned. */
+  /** Every response is checked against the reference OpenAPI document and the served one before it is returned. */
   rest(method: 'get' | 'post' | 'put' | 'delete', path: string, call?: RestCall): Promise<supertest.Response>;
   graphql<T = any>(query: string, variables?: Record<string, unknown>, key?: Credential): Promise<{ status: number; data?: T; errors?: any[] }>;
   createAccount(name?: string): Promise<TestAccount>;
@@ -105,6 +105,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     outageLogIntervalMs: options.outageLogIntervalMs,
   });
   const agent = supertest(server.app);
+  const served = options.settings?.openapiDocument === false ? server.openApiDocument : (await agent.get('/openapi.json').expect(200)).body;
+  const servedDocument = new ServedDocumentChecker(served);
 
   const harness: Harness = {
     database,
@@ -120,7 +122,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         request = request.send(call.body as object);
       }
       const response = await request;
-      assertMatchesReference(method, path, response.status, response.headers['content-type'], response.status === 204 ? response.text : response.body);
+      const body = response.status === 204 ? response.text : response.body;
+      assertMatchesReference(method, path, response.status, response.headers['content-type'], body);
+      servedDocument.check(method, path, response.status, response.headers, body);
       return response;
     },
     async graphql(query, variables, key) {

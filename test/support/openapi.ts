@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { isIanaTimeZone } from '../../src/users/user.validation.js';
 
@@ -53,8 +54,8 @@ function assertMatchesInlineSchema(schema: object, body: unknown, what: string):
   if (!validate(body)) throw new Error(`${what} does not match:\n${ajv.errorsText(validate.errors, { separator: '\n' })}\nbody: ${JSON.stringify(body, null, 2).slice(0, 2000)}`);
 }
 
-function findTemplate(method: string, actualPath: string): string | undefined {
-  const candidates = Object.keys(reference.paths).filter((template) => reference.paths[template]![method]);
+function findTemplate(method: string, actualPath: string, paths: Record<string, Record<string, unknown>> = reference.paths): string | undefined {
+  const candidates = Object.keys(paths).filter((template) => paths[template]![method]);
   const exact = candidates.find((template) => template === actualPath);
   if (exact) return exact;
   return candidates.find((template) => new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`).test(actualPath));
@@ -107,4 +108,64 @@ export function assertMatchesReference(method: string, actualPath: string, statu
   if (!response) throw new Error(`${what}: status ${status} is not documented for ${lower.toUpperCase()} ${template}`);
   if (!response.content && !response.$ref) return;
   assertMatchesSchema(pointer('paths', template, lower, 'responses', String(status), 'content', 'application/json', 'schema'), body, what);
+}
+
+type ServedOperation = { responses: Record<string, { $ref?: string; headers?: Record<string, { $ref?: string }>; content?: Record<string, unknown> }> };
+interface ServedDocument {
+  paths: Record<string, Record<string, ServedOperation>>;
+  components: { responses: Record<string, { headers?: Record<string, { $ref?: string }>; content?: Record<string, unknown> }> };
+}
+
+/**
+ * Validates real responses against the service's own served OpenAPI 3.1 document (JSON Schema
+ * 2020-12): the status must be documented for the operation, the body must match its schema and
+ * every header the document promises (rate limits, deprecation, Retry-After) must be there.
+ */
+export class ServedDocumentChecker {
+  private readonly ajv = new Ajv2020({ strict: false, allErrors: true });
+  private readonly validators = new Map<string, ValidateFunction>();
+
+  constructor(private readonly document: ServedDocument) {
+    addFormats(this.ajv as unknown as Ajv);
+    this.ajv.addSchema(document as object, 'served');
+  }
+
+  private validate(ref: string, body: unknown, what: string): void {
+    let validator = this.validators.get(ref);
+    if (!validator) {
+      validator = this.ajv.compile({ $ref: ref });
+      this.validators.set(ref, validator);
+    }
+    if (!validator(body)) {
+      throw new Error(`${what} does not match the served document at ${ref}:\n${this.ajv.errorsText(validator.errors, { separator: '\n' })}\nbody: ${JSON.stringify(body, null, 2).slice(0, 2000)}`);
+    }
+  }
+
+  check(method: string, actualPath: string, status: number, headers: Record<string, unknown>, body: unknown): void {
+    const lower = method.toLowerCase();
+    const pathOnly = actualPath.split('?')[0]!;
+    const what = `${method.toUpperCase()} ${actualPath} -> ${status}`;
+    const template = findTemplate(lower, pathOnly, this.document.paths);
+    if (!template) {
+      // Not an operation of the document (an unknown route): only the generic error envelope applies.
+      if (status < 400) throw new Error(`${what}: the served document has no such operation`);
+      return this.validate('served#/components/schemas/Error', body, what);
+    }
+    let response = this.document.paths[template]![lower]!.responses[String(status)];
+    let at = `served#/${['paths', template, lower, 'responses', String(status)].map((s) => s.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
+    if (!response) throw new Error(`${what}: status ${status} is not documented for ${lower.toUpperCase()} ${template} in the served document`);
+    if (response.$ref) {
+      const name = response.$ref.split('/').pop()!;
+      response = this.document.components.responses[name]!;
+      at = `served#/components/responses/${name}`;
+    }
+    for (const header of Object.keys(response.headers ?? {})) {
+      if (headers[header.toLowerCase()] === undefined) throw new Error(`${what}: the served document promises the ${header} header, which is missing`);
+    }
+    if (!response.content) {
+      if (body !== undefined && body !== '' && !(typeof body === 'object' && body !== null && Object.keys(body).length === 0)) throw new Error(`${what} must have no body`);
+      return;
+    }
+    this.validate(`${at}/content/application~1json/schema`, body, what);
+  }
 }
