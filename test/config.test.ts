@@ -46,3 +46,17 @@ test('DATABASE_LOCK_TIMEOUT_MS bounds how long a write waits for a row lock: 5 s
     expect(() => loadConfig({ DATABASE_LOCK_TIMEOUT_MS: bad })).toThrow(/DATABASE_LOCK_TIMEOUT_MS must be an integer from 1 to 600000/);
   }
 });
+
+test('operations settings: safe defaults (keep-alive above load balancers\' 60 s), overridable, checked', () => {
+  const defaults = loadConfig({});
+  expect(defaults).toMatchObject({
+    shutdownDrainMs: 5_000,
+    shutdownGraceMs: 10_000,
+    databasePoolTimeoutMs: 3_000,
+    http: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 65_000, maxUnreadResponseBytes: 1_048_576, stalledClientTimeoutMs: 30_000 },
+  });
+  const tuned = loadConfig({ SHUTDOWN_DRAIN_MS: '0', HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000', DATABASE_POOL_TIMEOUT_MS: '500' });
+  expect([tuned.shutdownDrainMs, tuned.http.keepAliveTimeoutMs, tuned.databasePoolTimeoutMs]).toEqual([0, 120_000, 500]);
+  expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' })).toThrow(/HTTP_REQUEST_TIMEOUT_MS must be at least HTTP_HEADERS_TIMEOUT_MS/);
+  expect(() => loadConfig({ HTTP_MAX_UNREAD_RESPONSE_BYTES: '10' })).toThrow(/HTTP_MAX_UNREAD_RESPONSE_BYTES/);
+});

@@ -12,7 +12,7 @@ describeWithPostgres('database outage through a proxy the test controls', () => 
   beforeAll(async () => {
     const target = new URL(serverUrl!);
     proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    h = await startHarness({ throughPort: proxy.port, poolTimeoutMs: 300, outageLogIntervalMs: 60_000 });
+    h = await startHarness({ throughPort: proxy.port, poolTimeoutMs: 1_500, outageLogIntervalMs: 60_000 });
   });
   afterAll(async () => {
     proxy?.set('forwarding');
@@ -51,7 +51,7 @@ describeWithPostgres('database outage through a proxy the test controls', () => 
     expect(graphql.errors?.[0].extensions).toMatchObject({ code: 'SERVICE_UNAVAILABLE', apiErrorCode: 2000 });
     figures.graphqlMs = graphqlMs;
 
-    // A network that swallows packets: the pool's acquire timeout (300 ms here) turns a hang into a 503.
+    // A network that swallows packets: the pool's acquire timeout (1.5 s here) turns a hang into a 503.
     proxy.set('black-hole');
     const [blackHole, blackHoleMs] = await elapsed(() => h.rest('get', '/users', { key: account.key }));
     expect([blackHole.status, blackHole.headers['retry-after']]).toEqual([503, '1']);

@@ -27,6 +27,8 @@ interface Outcome {
   connectionClose?: boolean;
   /** Set when no response came: ECONNREFUSED (never accepted) or a reset of an accepted request. */
   error?: string;
+  /** On a failure: whether the request went out on a reused keep-alive connection (for the diagnosis). */
+  reusedSocket?: boolean;
   email?: string;
   idempotencyKey?: string;
   body?: string;
@@ -42,7 +44,7 @@ function sendTo(port: number, agent: http.Agent | undefined, method: string, pat
       response.on('end', () => resolve({ status: response.statusCode, connectionClose: response.headers.connection === 'close', body: Buffer.concat(chunks).toString('utf8') }));
       response.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
     });
-    request.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
+    request.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message, reusedSocket: request.reusedSocket }));
     request.end(body);
   });
 }
@@ -127,8 +129,10 @@ test('SIGTERM-style stop under keep-alive load: readiness 503, Connection: close
   expect(idleKeepAlive.received()).toMatch(/^HTTP\/1.1 200/);
 
   const outcomesBeforeSigterm = outcomes.filter((outcome) => outcome.stoppingInstance).length;
-  const stopping = shutdownGracefully({ app, rateLimiter, database: serverDatabase, logger, drainMs: 800, graceMs: 5_000 });
+  const stopping = shutdownGracefully({ app, rateLimiter, database: serverDatabase, logger, drainMs: 1_200, graceMs: 5_000 });
   const readiness = await send(port, undefined, 'GET', '/readyz', {});
+  // The balancer's probe sees it too (a busy machine may delay its own loop).
+  if (readiness.status !== 200) stoppingInstanceReady = false;
   expect([readiness.status, readiness.connectionClose]).toEqual([503, true]);
   expect(JSON.parse(readiness.body!).status).toBe('draining');
 

@@ -14,7 +14,7 @@ beforeAll(async () => {
   account = await h.createAccount();
   const em = h.database.em();
   for (let i = 0; i < 100; i++) {
-    em.create(User, { account: em.getReference(Account, account.id), name: `Listed ${i} ${'x'.repeat(60)}`, email: `listed-${i}-${account.id.toLowerCase()}@example.com`, timeZone: 'Etc/UTC', color: 'green', role: 'user' });
+    em.create(User, { account: em.getReference(Account, account.id), name: `Listed ${i} ${'x'.repeat(60)}`, email: `listed-${i}-${account.id.toLowerCase()}@example.com`, timeZone: 'Etc/UTC', color: 'green', role: 'user', description: 'd'.repeat(1_000) });
   }
   await em.flush();
   await new Promise<void>((resolve) => h.server.httpServer.listen(0, '127.0.0.1', resolve));
@@ -89,4 +89,40 @@ test('a slow body, slow headers and a never-reading pipeliner are cut off while 
   // Without the bound all 300 listings ran at once (the issue measured +272 MB); with it, far less.
   expect(rssGrowthMb).toBeLessThan(150);
   console.info(`http limits figures: ${JSON.stringify({ slowBodyClosedAfterMs: slowBodyMs, slowHeadersClosedAfterMs: slowHeadersMs, pipelinerClosedAfterMs: pipelinerMs, pipelinedSent: 300, pipelinedAnsweredBeforeCut: answered, listingsRunOverall: listings, otherClientServed: served.length, rssGrowthMb })}`);
+});
+
+test('a pipeliner under the queue bound that never reads is held at the unread-bytes bound, then cut when stalled', async () => {
+  const token = (account.key as { token: string }).token;
+  // About 800 kB per answer: 60 of them outgrow what the kernel's socket buffers absorb (tens of MB).
+  const aliases = Array.from({ length: 8 }, (_, i) => `a${i}: users(first: 100) { nodes { description } }`).join(' ');
+  const body = JSON.stringify({ query: `{ ${aliases} }` });
+  const request = `POST /graphql HTTP/1.1\r\nHost: t\r\nAuthorization: Token token=${token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const operationsBefore = h.logs.filter((line) => line.includes('"path":"/graphql"')).length;
+  const rssBefore = process.memoryUsage().rss;
+  let rssPeak = rssBefore;
+  const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 25);
+  const serverSide = new Promise<net.Socket>((resolve) => h.server.httpServer.once('connection', resolve));
+  const pipeliner = connect();
+  await pipeliner.connected;
+  pipeliner.socket.pause();
+  pipeliner.socket.write(request.repeat(60));
+  const serverSocket = await serverSide;
+  const started = performance.now();
+  const serverClosed = new Promise<number>((resolve) => serverSocket.once('close', () => resolve(Math.round(performance.now() - started))));
+
+  const served = await fetch(`http://127.0.0.1:${port}/users?limit=5`, { headers: { Authorization: `Token token=${token}` } });
+  expect(served.status).toBe(200);
+  await served.arrayBuffer();
+  // Closed by the server (stalled past HTTP_STALLED_CLIENT_TIMEOUT_MS) although the client never read nor closed.
+  const closedAfterMs = await Promise.race([serverClosed, sleep(20_000).then(() => -1)]);
+  clearInterval(sampler);
+  expect(closedAfterMs).toBeGreaterThan(0);
+  pipeliner.socket.resume();
+  await pipeliner.closed;
+  // Operations whose answers were fully handed over; the last one may have been cut while being written.
+  const operationsRun = h.logs.filter((line) => line.includes('"path":"/graphql"')).length - operationsBefore;
+  expect(operationsRun).toBeLessThan(60);
+  const rssGrowthMb = Math.round((rssPeak - rssBefore) / 1_048_576);
+  expect(rssGrowthMb).toBeLessThan(150);
+  console.info(`stalled pipeliner figures: ${JSON.stringify({ pipelinedSent: 60, operationsRun, closedAfterMs, rssGrowthMb })}`);
 });

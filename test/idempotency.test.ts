@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import pg from 'pg';
 import supertest from 'supertest';
 import { startHarness, type Credential, type Harness, type TestAccount } from './support/harness.js';
@@ -103,6 +104,34 @@ describe('REST', () => {
     const fresh = await h.rest('post', '/users', { key: account.key, body: { user: { name: 'New', email: newEmail() } }, headers: { 'Idempotency-Key': key } });
     expect([fresh.status, fresh.headers['idempotent-replayed']]).toEqual([201, undefined]);
   });
+});
+
+test('a client whose connection broke before the answer retries with its key: the write exists once', async () => {
+  await new Promise<void>((resolve) => h.server.httpServer.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (h.server.httpServer.address() as net.AddressInfo).port;
+    const key = newKey();
+    const email = newEmail();
+    const body = JSON.stringify({ user: { name: 'Reset', email } });
+    const socket = net.connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.write(`POST /users HTTP/1.1\r\nHost: t\r\nAuthorization: ${authorization(account.key).Authorization}\r\nIdempotency-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    // The server has the request and runs it; the client's connection breaks before any answer.
+    await waitFor(async () => (await h.database.em().execute('select 1 from idempotency_keys where key = ?', [key])).length === 1);
+    socket.resetAndDestroy();
+    const statuses: number[] = [];
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const retry = await h.rest('post', '/users', { key: account.key, body: JSON.parse(body), headers: { 'Idempotency-Key': key } });
+      statuses.push(retry.status);
+      if (retry.status !== 409) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(statuses.at(-1)).toBe(201);
+    expect(statuses.filter((status) => status !== 409 && status !== 201)).toEqual([]);
+    expect(await usersWithEmail(email)).toBe(1);
+  } finally {
+    await new Promise<void>((resolve) => h.server.httpServer.close(() => resolve()));
+  }
 });
 
 describe('GraphQL', () => {

@@ -132,11 +132,13 @@ export async function createApp(options: AppOptions): Promise<App> {
   // One line per request: no query string, and the calendar key inside feed URLs is redacted.
   app.use((req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
+    // Read now: inside a mounted router (`/graphql`) Express shows the path relative to the mount.
+    const path = req.path.replace(/^\/private\/[^/]+/, '/private/[redacted]');
     res.on('finish', () => {
       logger.info({
         requestId: res.locals.requestId,
         method: req.method,
-        path: req.path.replace(/^\/private\/[^/]+/, '/private/[redacted]'),
+        path,
         status: res.statusCode,
         durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
       }, 'request');

@@ -88,19 +88,23 @@ export function createManagedHttpServer(handler: RequestListener, limits: HttpSe
     if (stopping && connection.served > 0 && isIdle(connection)) connection.socket.end();
   };
 
+  /** True (and a cut-off armed) while the client leaves more than the bound unread. */
+  const stalled = (connection: Connection): boolean => {
+    if (connection.socket.writableLength <= limits.maxUnreadResponseBytes) return false;
+    if (!connection.stallTimer) {
+      connection.stallTimer = setTimeout(() => connection.socket.destroy(), limits.stalledClientTimeoutMs);
+      connection.socket.once('drain', () => {
+        clearTimeout(connection.stallTimer);
+        connection.stallTimer = undefined;
+        pump(connection);
+      });
+    }
+    return true;
+  };
+
   const pump = (connection: Connection) => {
     if (connection.busy || connection.queue.length === 0 || connection.socket.destroyed) return;
-    if (connection.socket.writableLength > limits.maxUnreadResponseBytes) {
-      if (!connection.stallTimer) {
-        connection.stallTimer = setTimeout(() => connection.socket.destroy(), limits.stalledClientTimeoutMs);
-        connection.socket.once('drain', () => {
-          clearTimeout(connection.stallTimer);
-          connection.stallTimer = undefined;
-          pump(connection);
-        });
-      }
-      return;
-    }
+    if (stalled(connection)) return;
     connection.busy = true;
     connection.queue.shift()!();
   };
@@ -126,10 +130,15 @@ export function createManagedHttpServer(handler: RequestListener, limits: HttpSe
         if (draining) res.setHeader('Connection', 'close');
         onEnd(res, () => {
           running--;
+          // A response larger than the client reads completes ('finish') only once it reads; until then it is watched.
+          stalled(connection);
           notifyIfIdle();
         });
+        let finishedOnce = false;
         const finished = () => {
-          if (!connection.busy) return;
+          // 'finish' and 'close' both come; the second must not end the next request's turn.
+          if (finishedOnce) return;
+          finishedOnce = true;
           connection.busy = false;
           connection.current = undefined;
           connection.served++;

@@ -135,6 +135,8 @@ export function idempotentWrites(face: Face, options: IdempotencyOptions): Reque
     if (!KEY_PATTERN.test(key)) {
       return reject(res, 'invalid_input', 'Invalid Input Provided', `The Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters.`);
     }
+    // A client that left before its body arrived sent no request to remember (its retry will run).
+    if (!req.complete) return next();
     const { authentication } = res.locals.context as Context;
     // Without a valid credential the request is refused further on; there is nothing to remember.
     if (authentication.status !== 'authenticated') return next();

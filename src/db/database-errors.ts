@@ -15,7 +15,15 @@ const TRANSIENT_SQLSTATES = new Set([
   '57P03', // cannot_connect_now
 ]);
 const TRANSIENT_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND']);
-const TRANSIENT_MESSAGES = [/connection terminated/i, /timeout exceeded when trying to connect/i, /driver has already been destroyed/i, /connection .*(closed|ended)/i];
+const TRANSIENT_MESSAGES = [
+  /connection terminated/i, // pg: the server or the network dropped it; also pg-pool's connect timeout
+  /timeout exceeded when trying to connect/i, // pg-pool: no connection free within the acquire timeout
+  /driver has already been destroyed/i,
+  /connection .*(closed|ended)/i,
+  /cannot use a pool after calling end/i, // the pool is shutting down
+  /is not queryable/i, // pg: a client whose connection broke or closed
+  /PGlite is clos(ed|ing)/i, // the embedded database is shutting down
+];
 
 /** True when a database error means the database is away or busy, so the request may be retried. */
 export function isDatabaseUnavailable(error: unknown): boolean {
