@@ -13,7 +13,7 @@ import { createRateLimiter } from './auth/rate-limit.js';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config);
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, replicaUrls: config.databaseReplicaUrls, dataDir: config.dataDir, entities: allEntities() });
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, replicaUrls: config.databaseReplicaUrls, dataDir: config.dataDir, entities: allEntities(), statementTimeoutMs: config.databaseStatementTimeoutMs });
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
 

@@ -9,7 +9,10 @@ import { authenticate } from '../auth/authenticate.js';
 import { deriveKey } from '../auth/server-secret.js';
 import { createApolloServer } from '../graphql/apollo.js';
 import { createContext, type Context } from '../graphql/context.js';
-import { graphqlErrorBody } from '../graphql/errors.js';
+import { classifyError, graphqlErrorBody } from '../graphql/errors.js';
+import type { ErrorKind } from '../errors/domain-errors.js';
+import { ERROR_TABLE } from '../errors/error-table.js';
+import { answerRefusedRequestsWithEnvelope, screenGraphQLRequest, requestRejection } from './hostile-requests.js';
 import { CursorCodec } from '../graphql/cursor.js';
 import { buildAppSchema } from '../graphql/schema.js';
 import { sendError, sendJson } from '../rest/envelopes.js';
@@ -149,6 +152,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   app.use(
     '/graphql',
     express.json({ limit: '1mb' }),
+    screenGraphQLRequest,
     expressMiddleware(apollo, { context: async ({ res }) => res.locals.context as Context }),
   );
 
@@ -156,17 +160,26 @@ export async function createApp(options: AppOptions): Promise<App> {
   app.use(restRouter(routes, schema, logger));
 
   app.use((_req: Request, res: Response) => sendError(res, 'not_found', 'Not Found', ['No such route.']));
+  // Errors outside a route's own handling (body parsing, path decoding, authentication), answered
+  // in the shape of the face the request was for.
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const type = (error as { type?: string }).type;
-    if (type === 'entity.parse.failed') return sendError(res, 'invalid_input', 'Invalid Input Provided', ['The request body is not valid JSON.']);
-    if (type === 'entity.too.large') return sendError(res, 'invalid_input', 'Invalid Input Provided', ['The request body is larger than 1 MB.']);
-    if (type === 'encoding.unsupported' || type === 'charset.unsupported') return sendError(res, 'unsupported_media_type', 'Unsupported Media Type', ['Request bodies must be UTF-8 JSON.']);
+    const graphql = req.path === '/graphql';
+    const answer = (kind: ErrorKind, message: string, detail: string) =>
+      graphql ? sendJson(res, ERROR_TABLE[kind].httpStatus, graphqlErrorBody(kind, detail), kind === 'unavailable' ? { 'Retry-After': '1' } : {}) : sendError(res, kind, message, [detail]);
+    const rejection = requestRejection(error);
+    if (rejection) return answer(rejection.kind, rejection.kind === 'invalid_input' ? 'Invalid Input Provided' : 'Unsupported Media Type', rejection.detail);
+    const classified = classifyError(error);
+    if (classified.kind === 'unavailable') {
+      logger.warn({ err: error, requestId: res.locals.requestId }, 'request answered 503: database unavailable or statement timed out');
+      return answer('unavailable', classified.message, classified.details[0] ?? classified.message);
+    }
     logger.error({ err: error, requestId: res.locals.requestId }, 'unhandled error');
-    if (req.path === '/graphql') {
+    if (graphql) {
       return sendJson(res, 500, graphqlErrorBody('internal', 'Internal server error', { requestId: res.locals.requestId }));
     }
     sendError(res, 'internal', 'Internal Server Error', [`Quote request id ${res.locals.requestId} when reporting this error.`]);
   });
+  answerRefusedRequestsWithEnvelope(httpServer);
 
   return {
     app,

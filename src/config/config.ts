@@ -26,7 +26,12 @@ export interface AppConfig {
   landingPage: boolean;
   graphqlMaxDepth: number;
   graphqlMaxCost: number;
+  /** PostgreSQL only: any statement running longer is cancelled and the request answered 503. */
+  databaseStatementTimeoutMs: number;
 }
+
+/** Far above any statement of a request (a few milliseconds each), far below a client's patience. */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -133,6 +138,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     landingPage: boolean('GRAPHQL_LANDING_PAGE', !production),
     graphqlMaxDepth: integer('GRAPHQL_MAX_DEPTH', 12, 1, 100),
     graphqlMaxCost: integer('GRAPHQL_MAX_COST', 20_000, 1, 1_000_000),
+    databaseStatementTimeoutMs: integer('DATABASE_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 100, 600_000),
   };
   if (config.redisUrl !== undefined) url('REDIS_URL', 'redis://localhost', ['redis:', 'rediss:']);
   if (problems.length > 0) throw new ConfigError(problems);

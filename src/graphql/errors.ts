@@ -12,6 +12,16 @@ export interface ClassifiedError {
 
 const INPUT_ERROR_CODES = new Set(['GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'BAD_USER_INPUT', 'BAD_REQUEST', 'OPERATION_RESOLUTION_FAILURE']);
 
+/**
+ * Automatic persisted queries: clients resend the full query on exactly these codes, so they
+ * reach the client unchanged (HTTP 200, as the APQ protocol has it), never masked.
+ */
+export const PERSISTED_QUERY_CODES = new Set(['PERSISTED_QUERY_NOT_FOUND', 'PERSISTED_QUERY_NOT_SUPPORTED']);
+
+function codeOf(error: unknown): unknown {
+  return error instanceof GraphQLError ? error.extensions?.code : undefined;
+}
+
 function originalOf(error: unknown): unknown {
   let current = error;
   while (current instanceof GraphQLError && current.originalError && current.originalError !== current) current = current.originalError;
@@ -24,6 +34,10 @@ function originalOf(error: unknown): unknown {
  */
 export function classifyError(error: unknown): ClassifiedError {
   const original = originalOf(error);
+  // A document the parser gave up on is the client's input whatever the parser tripped over.
+  if (codeOf(error) === 'GRAPHQL_PARSE_FAILED' || PERSISTED_QUERY_CODES.has(codeOf(error) as string)) {
+    return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [(error as GraphQLError).message] };
+  }
   if (original instanceof DomainError) {
     return { kind: original.kind, message: original.message, details: original.details };
   }
@@ -47,7 +61,7 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
   const translation = ERROR_TABLE[classified.kind];
   const standardCode = formatted.extensions?.code;
   const queryLimit = formatted.extensions?.[QUERY_LIMIT_EXTENSION];
-  const keepStandardCode = classified.kind === 'invalid_input' && !queryLimit && typeof standardCode === 'string' && standardCode.startsWith('GRAPHQL_');
+  const keepStandardCode = classified.kind === 'invalid_input' && !queryLimit && typeof standardCode === 'string' && (standardCode.startsWith('GRAPHQL_') || PERSISTED_QUERY_CODES.has(standardCode));
   return {
     message: classified.kind === 'internal' ? 'Internal server error' : classified.details[0] ?? classified.message,
     ...(formatted.locations ? { locations: formatted.locations } : {}),

@@ -7,6 +7,7 @@ import type {
 import type { RestRoute } from '../rest/route.js';
 import { operationDocument } from '../rest/route.js';
 import { classicPagination } from '../rest/params.js';
+import { excerpt } from '../graphql/input-bounds.js';
 import { SUBSCRIBABLE_TYPES, isSubscribableType } from './subscribable.entity.js';
 
 const document = (file: string) => operationDocument(import.meta.url, file);
@@ -29,10 +30,10 @@ export function subscribablesFromBody(body: unknown): { subscribableType: string
     }
     const { subscribable_type: type, subscribable_id: id } = element as Record<string, unknown>;
     if (type === undefined || type === null) problems.push(`${where}.subscribable_type is required`);
-    else if (!isSubscribableType(type)) problems.push(`${where}.subscribable_type must be one of ${SUBSCRIBABLE_TYPES.join(', ')} (got ${JSON.stringify(type)})`);
+    else if (!isSubscribableType(type)) problems.push(`${where}.subscribable_type must be one of ${SUBSCRIBABLE_TYPES.join(', ')} (got ${excerpt(type)})`);
     if (id === undefined || id === null) problems.push(`${where}.subscribable_id is required`);
     else if (typeof id !== 'string') problems.push(`${where}.subscribable_id must be a string`);
-    return { subscribableType: String(type).toUpperCase(), subscribableId: typeof id === 'string' ? id : '' };
+    return { subscribableType: isSubscribableType(type) ? type.toUpperCase() : '', subscribableId: typeof id === 'string' ? id : '' };
   });
   if (problems.length) throw new UnprocessableError(problems);
   return items;

@@ -8,7 +8,7 @@ import { openDatabase, type Database } from '../../src/db/database.js';
  * server (dropped afterwards); without it, an in-memory PGlite instance. Either way the real
  * migrations run, and parallel workers never share rows.
  */
-export async function openTestDatabase(options: { onQuery?: (sql: string) => void; replicaUrls?: string[] } = {}): Promise<Database> {
+export async function openTestDatabase(options: { onQuery?: (sql: string) => void; replicaUrls?: string[]; statementTimeoutMs?: number } = {}): Promise<Database> {
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
     const database = await openDatabase({ databaseUrl: undefined, dataDir: undefined, entities: allEntities(), onQuery: options.onQuery });
@@ -25,7 +25,7 @@ export async function openTestDatabase(options: { onQuery?: (sql: string) => voi
   }
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const database = await openDatabase({ databaseUrl: url.toString(), replicaUrls: options.replicaUrls, dataDir: undefined, entities: allEntities(), onQuery: options.onQuery, poolMax: 5 });
+  const database = await openDatabase({ databaseUrl: url.toString(), replicaUrls: options.replicaUrls, dataDir: undefined, entities: allEntities(), onQuery: options.onQuery, poolMax: 5, statementTimeoutMs: options.statementTimeoutMs });
   await database.migrate();
   return {
     ...database,

@@ -74,6 +74,8 @@ export interface HarnessOptions {
   onQuery?: (sql: string) => void;
   /** PostgreSQL only: read replicas for the test database. */
   replicaUrls?: string[];
+  /** PostgreSQL only: the connections' statement_timeout. */
+  statementTimeoutMs?: number;
   settings?: Partial<AppSettings>;
   /** Defaults to an in-memory limiter generous enough never to interfere. */
   rateLimiter?: (logger: Logger) => RateLimiter;
