@@ -60,6 +60,8 @@ export interface Harness {
   database: Database;
   runtime: Runtime;
   app: Parameters<typeof supertest>[0];
+  /** The app's own HTTP server (with its `clientError` handling), not listening until a test asks. */
+  httpServer: import('node:http').Server;
   logs: string[];
   /** Every response is checked against the reference OpenAPI document before it is returned. */
   rest(method: 'get' | 'post' | 'put' | 'delete', path: string, call?: RestCall): Promise<supertest.Response>;
@@ -99,6 +101,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     database,
     runtime: server.runtime,
     app: server.app,
+    httpServer: server.httpServer,
     logs,
     async rest(method, path, call = {}) {
       let request = agent[method](path).set({ Accept: 'application/vnd.pagerduty+json;version=2', ...authorization(call.key), ...call.headers });
