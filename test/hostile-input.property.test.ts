@@ -43,7 +43,7 @@ import {
  * and the shrunk counterexample).
  */
 const SEED = Number(process.env.HOSTILE_INPUT_SEED ?? Math.floor(Math.random() * 2 ** 31));
-const RUNS = Number(process.env.HOSTILE_INPUT_RUNS ?? 150);
+const RUNS = Number(process.env.HOSTILE_INPUT_RUNS ?? 100);
 
 let harness: Harness;
 let agent: ReturnType<typeof supertest>;
