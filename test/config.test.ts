@@ -38,3 +38,11 @@ test('every bad value is reported at once, by name', () => {
 test('public URLs lose a trailing slash, so self links have exactly one', () => {
   expect(loadConfig({ PUBLIC_API_URL: 'https://api.example.com/' }).publicApiUrl).toBe('https://api.example.com');
 });
+
+test('DATABASE_STATEMENT_TIMEOUT_MS defaults to 5 s and must be 100 to 600000 ms', () => {
+  expect(loadConfig({}).databaseStatementTimeoutMs).toBe(5_000);
+  expect(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '250' }).databaseStatementTimeoutMs).toBe(250);
+  for (const bad of ['0', '99', '600001', '5s', '-1']) {
+    expect(() => loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: bad })).toThrow(/DATABASE_STATEMENT_TIMEOUT_MS must be an integer from 100 to 600000/);
+  }
+});

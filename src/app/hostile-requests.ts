@@ -85,9 +85,11 @@ export function answerRefusedRequestsWithEnvelope(server: http.Server): void {
       socket.destroy();
       return;
     }
-    const answer = error.code === 'HPE_HEADER_OVERFLOW'
-      ? rawResponse(431, 'Request Header Fields Too Large', 'invalid_input', 'The request line and headers together must stay under 16 KB.')
-      : rawResponse(400, 'Bad Request', 'invalid_input', 'The request is not valid HTTP/1.1.');
+    let answer: string;
+    if (error.code === 'HPE_HEADER_OVERFLOW') answer = rawResponse(431, 'Request Header Fields Too Large', 'invalid_input', 'The request line and headers together must stay under 16 KB.');
+    // The server's requestTimeout / headersTimeout fired before the request was complete.
+    else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') answer = rawResponse(408, 'Request Timeout', 'invalid_input', 'The request was not received in time.');
+    else answer = rawResponse(400, 'Bad Request', 'invalid_input', 'The request is not valid HTTP/1.1.');
     socket.end(answer);
   });
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {

@@ -5,6 +5,7 @@ import {
   getNamedType,
   getNullableType,
   getOperationAST,
+  getVariableValues,
   isInputObjectType,
   isInputType,
   isInterfaceType,
@@ -20,7 +21,6 @@ import {
   type GraphQLInputType,
   type GraphQLSchema,
 } from 'graphql';
-import { getVariableValues } from 'graphql/execution/values.js';
 import { Extensions } from 'type-graphql';
 import { InvalidInputError } from '../errors/domain-errors.js';
 
