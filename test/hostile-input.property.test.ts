@@ -38,12 +38,15 @@ import {
  * Hostile input, derived from what the product declares rather than from a list: every REST row
  * and plain HTTP route of every feature, and every root field of the GraphQL schema as
  * introspection shows it. Properties: never a 5xx; every REST error is the v2 envelope with a
- * SPEC code; every GraphQL error carries extensions.code (a client-error code); a rejected write
- * changes no row. Seeded: set HOSTILE_INPUT_SEED to replay a failure (fast-check prints the seed
- * and the shrunk counterexample).
+ * SPEC code; every GraphQL error carries extensions.code (a client-error code); no message quotes
+ * more than a short excerpt of the input; a rejected write changes no row. Seeded: set
+ * HOSTILE_INPUT_SEED to replay a failure (fast-check prints the seed and the shrunk
+ * counterexample); HOSTILE_INPUT_RUNS raises the number of runs per face.
  */
 const SEED = Number(process.env.HOSTILE_INPUT_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const RUNS = Number(process.env.HOSTILE_INPUT_RUNS ?? 100);
+/** No error message may carry more than a short excerpt of what the client sent. */
+const MAX_QUOTED = 1_000;
 
 let harness: Harness;
 let agent: ReturnType<typeof supertest>;
@@ -72,7 +75,9 @@ async function fingerprint(): Promise<string> {
 
 beforeAll(async () => {
   harness = await startHarness();
-  agent = supertest(harness.app);
+  // The app's own server, so Node's refusals (431 for a head over 16 KB) go through its clientError handling too.
+  await new Promise<void>((resolve) => harness.httpServer.listen(0, '127.0.0.1', resolve));
+  agent = supertest(harness.httpServer);
   const account = await harness.createAccount();
   const member = await harness.createUser(account, { role: 'user' });
   const admin = await harness.createUser(account, { role: 'admin' });
@@ -225,6 +230,7 @@ test('REST: hostile requests derived from the route table are 4xx with the v2 en
         if (typeof error?.message !== 'string' || !REST_CLIENT_ERROR_CODES.has(error.code) || !Array.isArray(error.errors) || !error.errors.every((detail: unknown) => typeof detail === 'string')) {
           throw new Error(`no v2 envelope with a SPEC code for ${where}: ${response.status} ${response.text.slice(0, 300)}`);
         }
+        if (error.errors.some((detail: string) => detail.length > MAX_QUOTED)) throw new Error(`an error detail quotes unbounded input for ${where}`);
       }
       if (writes && response.status >= 400) {
         const after = await fingerprint();
@@ -361,6 +367,7 @@ test('GraphQL: hostile arguments for every root field from introspection never a
         if (typeof error.message !== 'string' || !GRAPHQL_CLIENT_ERROR_CODES.has(error.extensions?.code)) {
           throw new Error(`error without a client-error extensions.code for ${where}: ${JSON.stringify(error).slice(0, 300)}`);
         }
+        if (error.message.length > MAX_QUOTED) throw new Error(`an error message quotes unbounded input for ${where}`);
       }
       if (plan.mutationField && body.errors?.length && body.data?.[plan.mutationField] == null) {
         const after = await fingerprint();

@@ -3,6 +3,7 @@ import { DomainError, type ErrorKind } from '../errors/domain-errors.js';
 import { ERROR_TABLE } from '../errors/error-table.js';
 import { isDatabaseUnavailable } from '../db/database-errors.js';
 import { QUERY_LIMIT_EXTENSION } from './limits.js';
+import { boundedMessage } from './input-bounds.js';
 
 export interface ClassifiedError {
   kind: ErrorKind;
@@ -34,19 +35,21 @@ function originalOf(error: unknown): unknown {
  */
 export function classifyError(error: unknown): ClassifiedError {
   const original = originalOf(error);
-  // A document the parser gave up on is the client's input whatever the parser tripped over.
-  if (codeOf(error) === 'GRAPHQL_PARSE_FAILED' || PERSISTED_QUERY_CODES.has(codeOf(error) as string)) {
-    return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [(error as GraphQLError).message] };
-  }
   if (original instanceof DomainError) {
     return { kind: original.kind, message: original.message, details: original.details };
+  }
+  // A document the parser gave up on, or a variable a scalar could not coerce, is the client's
+  // input whatever the parser or scalar tripped over (a stack overflow on a 10,000-level value).
+  const outerCode = codeOf(error);
+  if (typeof outerCode === 'string' && (INPUT_ERROR_CODES.has(outerCode) || PERSISTED_QUERY_CODES.has(outerCode))) {
+    return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [boundedMessage((error as GraphQLError).message)] };
   }
   if (original instanceof GraphQLError) {
     // Parse, validation and variable-coercion errors (a scalar's own GraphQLError sits inside
     // the coercion error): the client's input, safe to echo. The outermost message names the path.
     const code = original.extensions?.code ?? (error instanceof GraphQLError ? error.extensions?.code : undefined);
     if (code === undefined || (typeof code === 'string' && INPUT_ERROR_CODES.has(code))) {
-      return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [error instanceof GraphQLError ? error.message : original.message] };
+      return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [boundedMessage(error instanceof GraphQLError ? error.message : original.message)] };
     }
   }
   if (isDatabaseUnavailable(original)) {

@@ -79,6 +79,14 @@ export function excerpt(value: unknown, max = 40): string {
   return String(value).slice(0, max);
 }
 
+/** Messages that quote a client's value (graphql-js and scalars quote strings whole) are cut to this many characters. */
+export const MAX_ERROR_MESSAGE_LENGTH = 300;
+
+export function boundedMessage(message: string): string {
+  if (message.length <= MAX_ERROR_MESSAGE_LENGTH) return message;
+  return `${message.slice(0, MAX_ERROR_MESSAGE_LENGTH).replace(/[\ud800-\udbff]$/, '')}… (cut)`;
+}
+
 function boundOf(position: GraphQLArgument | GraphQLInputField, type: GraphQLInputType): number | undefined {
   const declared = position.extensions?.[MAX_LENGTH_EXTENSION];
   if (typeof declared === 'number') return declared;
@@ -111,15 +119,17 @@ function valueProblems(value: unknown, type: GraphQLInputType, where: string, bo
 }
 
 /**
- * The problems with the strings an operation passes to its fields' arguments (literals and
- * variables alike), after coercion; empty when there is nothing to refuse. Invalid variables are
- * left to execution, which reports them with graphql-js's own messages.
+ * The problems with the values an operation passes to its fields' arguments: variables that do
+ * not coerce to their types (graphql-js's messages, whose quoting of the value is bounded), then
+ * strings, literals and variables alike, against their bounds; empty when there is nothing to
+ * refuse. Reporting coercion here, rather than leaving it to execution, keeps a scalar that
+ * trips over a hostile value (a 10,000-level array where a time zone belongs) a client error.
  */
 export function operationInputProblems(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, rawVariables: Record<string, unknown> | null | undefined): string[] {
   const operation = getOperationAST(document, operationName);
   if (!operation) return [];
-  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], rawVariables ?? {}, { maxErrors: 1 });
-  if (coerced.errors) return [];
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], rawVariables ?? {}, { maxErrors: 5 });
+  if (coerced.errors) return coerced.errors.map((error) => boundedMessage(error.message));
   const variables = coerced.coerced;
   const problems: string[] = [];
   const typeInfo = new TypeInfo(schema);

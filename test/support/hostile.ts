@@ -84,7 +84,7 @@ export function hostileSegment(realIds: readonly string[]): fc.Arbitrary<string>
 /** A query-string value on the wire: encoded hostile text, or an escape that does not decode. */
 export const hostileQueryValue: fc.Arbitrary<string> = fc.oneof(
   { weight: 3, arbitrary: hostileString.filter((text) => text.length < 4_000).map(encodeOnTheWire) },
-  { weight: 1, arbitrary: fc.constantFrom('%ff', '%', '%ED%A0%80', '%00', '1', '0', '-1', '101', '10001', 'true', '2026-01-01T00:00:00Z', 'web', 'mobile') },
+  { weight: 1, arbitrary: fc.constantFrom('%ff', '%', '%ED%A0%80', '%00', '1', '0', '-1', '101', '10001', 'true', '2026-01-01T00:00:00Z', 'web', 'mobile', 'q'.repeat(20_000)) },
 );
 
 export function snakeCase(name: string): string {
