@@ -21,6 +21,7 @@ async function main(): Promise<void> {
     entities: allEntities(),
     lockTimeoutMs: config.databaseLockTimeoutMs,
     poolTimeoutMs: config.databasePoolTimeoutMs,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
   });
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'applied migrations');

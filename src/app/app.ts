@@ -12,6 +12,8 @@ import { deriveKey } from '../auth/server-secret.js';
 import { createApolloServer } from '../graphql/apollo.js';
 import { createContext, type Context } from '../graphql/context.js';
 import { classifyError, graphqlErrorBody } from '../graphql/errors.js';
+import { ERROR_TABLE } from '../errors/error-table.js';
+import { answerRefusedRequestsWithEnvelope, screenGraphQLRequest, requestRejection } from './hostile-requests.js';
 import { CursorCodec } from '../graphql/cursor.js';
 import { buildAppSchema } from '../graphql/schema.js';
 import { sendError, sendJson } from '../rest/envelopes.js';
@@ -205,6 +207,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   app.use(
     '/graphql',
     express.json({ limit: '1mb' }),
+    screenGraphQLRequest,
     idempotentWrites('graphql', idempotency),
     expressMiddleware(apollo, { context: async ({ res }) => res.locals.context as Context }),
   );
@@ -214,19 +217,25 @@ export async function createApp(options: AppOptions): Promise<App> {
   app.use(restRouter(routes, schema, logger, outages));
 
   app.use((_req: Request, res: Response) => sendError(res, 'not_found', 'Not Found', ['No such route.']));
+  // Errors outside a route's own handling (body parsing, path decoding, authentication), answered
+  // in the shape of the face the request was for.
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const type = (error as { type?: string }).type;
-    if (type === 'entity.parse.failed') return sendError(res, 'invalid_input', 'Invalid Input Provided', ['The request body is not valid JSON.']);
-    if (type === 'entity.too.large') return sendError(res, 'invalid_input', 'Invalid Input Provided', ['The request body is larger than 1 MB.']);
-    if (type === 'encoding.unsupported' || type === 'charset.unsupported') return sendError(res, 'unsupported_media_type', 'Unsupported Media Type', ['Request bodies must be UTF-8 JSON.']);
+    const graphql = req.path === '/graphql';
+    const rejection = requestRejection(error);
+    if (rejection) {
+      const { kind, detail } = rejection;
+      if (graphql) return sendJson(res, ERROR_TABLE[kind].httpStatus, graphqlErrorBody(kind, detail));
+      return sendError(res, kind, kind === 'invalid_input' ? 'Invalid Input Provided' : 'Unsupported Media Type', [detail]);
+    }
     // Authentication, idempotency and the rate limit read the database too: an outage there is a 503 like anywhere else.
     if (classifyError(error).kind === 'unavailable') return answerUnavailable(req, res, error, outages);
     logger.error({ err: error, requestId: res.locals.requestId }, 'unhandled error');
-    if (req.path === '/graphql') {
+    if (graphql) {
       return sendJson(res, 500, graphqlErrorBody('internal', 'Internal server error', { requestId: res.locals.requestId }));
     }
     sendError(res, 'internal', 'Internal Server Error', [`Quote request id ${res.locals.requestId} when reporting this error.`]);
   });
+  answerRefusedRequestsWithEnvelope(httpServer);
 
   const purgeTimer = setInterval(() => {
     idempotencyStore.purgeExpired().then(

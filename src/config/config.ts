@@ -28,6 +28,8 @@ export interface AppConfig {
   landingPage: boolean;
   graphqlMaxDepth: number;
   graphqlMaxCost: number;
+  /** PostgreSQL only: any statement running longer is cancelled and the request answered 503. */
+  databaseStatementTimeoutMs: number;
   /** After SIGTERM: how long `/readyz` fails while the server keeps serving, so load balancers stop routing here. */
   shutdownDrainMs: number;
   /** After the drain: how long in-flight requests may take to finish before their connections are cut. */
@@ -53,6 +55,9 @@ export interface HttpServerLimits {
   /** A connection whose unread responses stay above that bound this long is closed. */
   stalledClientTimeoutMs: number;
 }
+
+/** Far above any statement of a request (a few milliseconds each), far below a client's patience. */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -172,6 +177,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     },
     openapiDocument: boolean('OPENAPI_DOCUMENT', true),
     apiDocsPage: false,
+    databaseStatementTimeoutMs: integer('DATABASE_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 100, 600_000),
   };
   // The page renders /openapi.json: by default it follows the document; asked for without it is a mistake.
   config.apiDocsPage = boolean('API_DOCS_PAGE', !production && config.openapiDocument);

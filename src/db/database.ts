@@ -30,6 +30,13 @@ export interface DatabaseOptions {
   transactionObserver?: TransactionObserver;
   /** How long a query waits for a pooled (or new) connection before failing, so an outage answers fast. */
   poolTimeoutMs?: number;
+  /**
+   * PostgreSQL: `statement_timeout` of every pooled connection (replicas included), so no
+   * statement of a request runs unbounded; a cancelled one (SQLSTATE 57014) is answered 503.
+   * Migrations run without it. PGlite accepts the setting but cannot enforce it (it runs
+   * in-process without timer interrupts), so it is not applied there.
+   */
+  statementTimeoutMs?: number;
 }
 
 export interface Database {
@@ -74,13 +81,17 @@ export function baseOrmOptions(entities: Function[], onQuery?: (sql: string) => 
  * everything else, credential look-ups and every read a write depends on included, uses the
  * primary, so a revoked token is never accepted from a lagging replica.
  */
-export function postgresOrmOptions(databaseUrl: string, poolMax = 10, replicaUrls: readonly string[] = [], poolTimeoutMs = DEFAULT_POOL_TIMEOUT_MS): Partial<Options> {
+export function postgresOrmOptions(databaseUrl: string, poolMax = 10, replicaUrls: readonly string[] = [], poolTimeoutMs = DEFAULT_POOL_TIMEOUT_MS, statementTimeoutMs?: number): Partial<Options> {
   return {
     driver: PostgreSqlDriver,
     clientUrl: databaseUrl,
     pool: { max: poolMax },
-    // pg's wait for a connection, from the pool or newly opened; without it a request hangs as long as the outage.
-    driverOptions: { connectionTimeoutMillis: poolTimeoutMs },
+    driverOptions: {
+      // pg's wait for a connection, from the pool or newly opened; without it a request hangs as long as the outage.
+      connectionTimeoutMillis: poolTimeoutMs,
+      // pg sends it as a startup parameter of each connection: no extra round trip per request.
+      ...(statementTimeoutMs ? { statement_timeout: statementTimeoutMs } : {}),
+    },
     ...(replicaUrls.length ? { replicas: replicaUrls.map((clientUrl) => ({ clientUrl })), preferReadReplicas: false } : {}),
   };
 }
@@ -118,7 +129,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let orm: MikroORM;
   let embedded: EmbeddedConnection | undefined;
   if (options.databaseUrl) {
-    orm = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, options.poolMax, options.replicaUrls, options.poolTimeoutMs) } as Options);
+    orm = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, options.poolMax, options.replicaUrls, options.poolTimeoutMs, options.statementTimeoutMs) } as Options);
   } else {
     embedded = await openEmbedded(options.dataDir);
     try {
@@ -141,8 +152,15 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     em,
     transactions,
     async migrate() {
-      const applied = await orm.migrator.up();
-      return applied.map((migration) => migration.name);
+      // A migration (an index build on a large table) may rightly run for minutes: it gets a
+      // short-lived connection of its own without the requests' statement timeout.
+      if (!options.databaseUrl || !options.statementTimeoutMs) return (await orm.migrator.up()).map((migration) => migration.name);
+      const migrating = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, 1) } as Options);
+      try {
+        return (await migrating.migrator.up()).map((migration) => migration.name);
+      } finally {
+        await migrating.close(true);
+      }
     },
     async ping() {
       await em().execute('select 1');

@@ -6,7 +6,30 @@ import type { Logger } from '../logging/logger.js';
 import type { ThrottledWarning } from '../logging/throttled-log.js';
 import type { Context } from './context.js';
 import { classifyError, formatGraphQLError } from './errors.js';
-import { queryLimitRules, type QueryLimits } from './limits.js';
+import { InvalidInputError } from '../errors/domain-errors.js';
+import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from './input-bounds.js';
+import { GRAPHQL_MAX_TOKENS, queryLimitRules, type QueryLimits } from './limits.js';
+
+/**
+ * Refuses unstorable or over-long strings in arguments and variables after validation, before
+ * any resolver (and so any SQL) runs; the REST executor makes the same check.
+ */
+function inputBounds(): ApolloServerPlugin<Context> {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ schema, document, operationName, request }) {
+          try {
+            assertOperationInputsAcceptable(schema, document, operationName, request.variables);
+          } catch (error) {
+            if (error instanceof InvalidInputError) throw inputProblemsAsGraphQLError(error);
+            throw error;
+          }
+        },
+      };
+    },
+  };
+}
 
 /** Logs what will be masked, with the request id that the masked error carries to the client. */
 function maskedErrorLogging(logger: Logger): ApolloServerPlugin<Context> {
@@ -15,7 +38,9 @@ function maskedErrorLogging(logger: Logger): ApolloServerPlugin<Context> {
       return {
         async didEncounterErrors({ errors, contextValue }) {
           for (const error of errors) {
-            if (classifyError(error).kind === 'internal') logger.error({ err: error.originalError ?? error, requestId: contextValue.requestId }, 'unhandled error in GraphQL operation');
+            const { kind } = classifyError(error);
+            if (kind === 'internal') logger.error({ err: error.originalError ?? error, requestId: contextValue.requestId }, 'unhandled error in GraphQL operation');
+            if (kind === 'unavailable') logger.warn({ err: error.originalError ?? error, requestId: contextValue.requestId }, 'GraphQL operation answered 503: database unavailable or statement timed out');
           }
         },
         async willSendResponse({ response, contextValue }) {
@@ -71,12 +96,16 @@ export function createApolloServer(options: ApolloOptions): ApolloServer<Context
     // main.ts owns SIGTERM/SIGINT (src/app/shutdown.ts): it drains HTTP, stops Apollo, then closes the database.
     stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: false,
+    parseOptions: { maxTokens: GRAPHQL_MAX_TOKENS },
+    // Without introspection, "Did you mean ...?" would leak the schema field by field.
+    hideSchemaDetailsFromClientErrors: !options.introspection,
     validationRules: queryLimitRules(options.limits),
     formatError: formatGraphQLError,
     plugins: [
       options.landingPage ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false }) : ApolloServerPluginLandingPageDisabled(),
       maskedErrorLogging(options.logger),
       unavailableAnswers(options.outages),
+      inputBounds(),
       ...(options.plugins ?? []),
     ],
   });

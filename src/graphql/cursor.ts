@@ -1,6 +1,9 @@
 import { hmac, safeEqual } from '../auth/secrets.js';
 import { InvalidInputError } from '../errors/domain-errors.js';
 
+/** Cursors this codec makes stay far below this (a sort key of at most a few hundred characters, base64url, and a signature). */
+export const CURSOR_MAX_LENGTH = 512;
+
 /**
  * Opaque, tamper-evident cursors: base64url(JSON payload) + "." + truncated HMAC.
  * A cursor made for one list (its `kind`) is refused by another.

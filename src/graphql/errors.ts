@@ -3,6 +3,7 @@ import { DomainError, type ErrorKind } from '../errors/domain-errors.js';
 import { ERROR_TABLE } from '../errors/error-table.js';
 import { isDatabaseUnavailable } from '../db/database-errors.js';
 import { QUERY_LIMIT_EXTENSION } from './limits.js';
+import { boundedMessage } from './input-bounds.js';
 
 export interface ClassifiedError {
   kind: ErrorKind;
@@ -11,6 +12,16 @@ export interface ClassifiedError {
 }
 
 const INPUT_ERROR_CODES = new Set(['GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'BAD_USER_INPUT', 'BAD_REQUEST', 'OPERATION_RESOLUTION_FAILURE']);
+
+/**
+ * Automatic persisted queries: clients resend the full query on exactly these codes, so they
+ * reach the client unchanged (HTTP 200, as the APQ protocol has it), never masked.
+ */
+export const PERSISTED_QUERY_CODES = new Set(['PERSISTED_QUERY_NOT_FOUND', 'PERSISTED_QUERY_NOT_SUPPORTED']);
+
+function codeOf(error: unknown): unknown {
+  return error instanceof GraphQLError ? error.extensions?.code : undefined;
+}
 
 function originalOf(error: unknown): unknown {
   let current = error;
@@ -27,12 +38,18 @@ export function classifyError(error: unknown): ClassifiedError {
   if (original instanceof DomainError) {
     return { kind: original.kind, message: original.message, details: original.details };
   }
+  // A document the parser gave up on, or a variable a scalar could not coerce, is the client's
+  // input whatever the parser or scalar tripped over (a stack overflow on a 10,000-level value).
+  const outerCode = codeOf(error);
+  if (typeof outerCode === 'string' && (INPUT_ERROR_CODES.has(outerCode) || PERSISTED_QUERY_CODES.has(outerCode))) {
+    return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [boundedMessage((error as GraphQLError).message)] };
+  }
   if (original instanceof GraphQLError) {
     // Parse, validation and variable-coercion errors (a scalar's own GraphQLError sits inside
     // the coercion error): the client's input, safe to echo. The outermost message names the path.
     const code = original.extensions?.code ?? (error instanceof GraphQLError ? error.extensions?.code : undefined);
     if (code === undefined || (typeof code === 'string' && INPUT_ERROR_CODES.has(code))) {
-      return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [error instanceof GraphQLError ? error.message : original.message] };
+      return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [boundedMessage(error instanceof GraphQLError ? error.message : original.message)] };
     }
   }
   if (isDatabaseUnavailable(original)) {
@@ -47,7 +64,7 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
   const translation = ERROR_TABLE[classified.kind];
   const standardCode = formatted.extensions?.code;
   const queryLimit = formatted.extensions?.[QUERY_LIMIT_EXTENSION];
-  const keepStandardCode = classified.kind === 'invalid_input' && !queryLimit && typeof standardCode === 'string' && standardCode.startsWith('GRAPHQL_');
+  const keepStandardCode = classified.kind === 'invalid_input' && !queryLimit && typeof standardCode === 'string' && (standardCode.startsWith('GRAPHQL_') || PERSISTED_QUERY_CODES.has(standardCode));
   return {
     message: classified.kind === 'internal' ? 'Internal server error' : classified.details[0] ?? classified.message,
     ...(formatted.locations ? { locations: formatted.locations } : {}),

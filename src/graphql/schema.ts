@@ -4,6 +4,7 @@ import { lexicographicSortSchema, printSchema, type GraphQLSchema } from 'graphq
 import { DateTimeResolver } from 'graphql-scalars';
 import { authChecker } from '../auth/auth-checker.js';
 import { features } from '../app/features.js';
+import { unboundedStringInputs } from './input-bounds.js';
 
 let built: Promise<GraphQLSchema> | undefined;
 
@@ -15,6 +16,10 @@ export function buildAppSchema(): Promise<GraphQLSchema> {
     authMode: 'error',
     validate: false,
     scalarsMap: [{ type: Date, scalar: DateTimeResolver }],
+  }).then((schema) => {
+    const unbounded = unboundedStringInputs(schema);
+    if (unbounded.length) throw new Error(`String inputs without a declared length bound (@MaxLength): ${unbounded.join(', ')}`);
+    return schema;
   });
   return built;
 }

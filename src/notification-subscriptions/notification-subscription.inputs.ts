@@ -1,5 +1,6 @@
 import { Field, ID, InputType } from 'type-graphql';
-import type { SubscribableType } from './subscribable.entity.js';
+import { MaxLength } from '../graphql/input-bounds.js';
+import { MAX_SUBSCRIBABLE_FIELD_LENGTH, type SubscribableType } from './subscribable.entity.js';
 import { NotificationSubscribableTypeEnum } from './notification-subscription.type.js';
 
 @InputType({ description: 'An entity to subscribe to or unsubscribe from, named by its type and public id.' })
@@ -7,7 +8,8 @@ export class NotificationSubscribableInput {
   @Field(() => NotificationSubscribableTypeEnum)
   subscribableType!: SubscribableType;
 
-  @Field({ description: 'The entity\'s public id (e.g. "PD1234"); at most 255 characters.' })
+  @MaxLength(MAX_SUBSCRIBABLE_FIELD_LENGTH)
+  @Field({ description: `The entity's public id (e.g. "PD1234"); at most ${MAX_SUBSCRIBABLE_FIELD_LENGTH} characters.` })
   subscribableId!: string;
 }
 

@@ -10,6 +10,7 @@ import { classicPagination, classicPaginationParameters, pathParameter } from '.
 import type { BodyDescription } from '../rest/description.js';
 import { classicPage, schemaRef } from '../rest/openapi-schemas.js';
 import type { oas31 } from 'openapi3-ts';
+import { excerpt } from '../graphql/input-bounds.js';
 import { MAX_SUBSCRIBABLE_FIELD_LENGTH, SUBSCRIBABLE_TYPES, isSubscribableType } from './subscribable.entity.js';
 import { MAX_SUBSCRIBABLES_PER_CALL } from './notification-subscriptions.service.js';
 
@@ -33,10 +34,10 @@ export function subscribablesFromBody(body: unknown): { subscribableType: string
     }
     const { subscribable_type: type, subscribable_id: id } = element as Record<string, unknown>;
     if (type === undefined || type === null) problems.push(`${where}.subscribable_type is required`);
-    else if (!isSubscribableType(type)) problems.push(`${where}.subscribable_type must be one of ${SUBSCRIBABLE_TYPES.join(', ')} (got ${JSON.stringify(type)})`);
+    else if (!isSubscribableType(type)) problems.push(`${where}.subscribable_type must be one of ${SUBSCRIBABLE_TYPES.join(', ')} (got ${excerpt(type)})`);
     if (id === undefined || id === null) problems.push(`${where}.subscribable_id is required`);
     else if (typeof id !== 'string') problems.push(`${where}.subscribable_id must be a string`);
-    return { subscribableType: String(type).toUpperCase(), subscribableId: typeof id === 'string' ? id : '' };
+    return { subscribableType: isSubscribableType(type) ? type.toUpperCase() : '', subscribableId: typeof id === 'string' ? id : '' };
   });
   if (problems.length) throw new UnprocessableError(problems);
   return items;

@@ -4,6 +4,8 @@ import { DateTimeResolver, URLResolver } from 'graphql-scalars';
 import type { Requirement } from '../auth/auth-checker.js';
 import { InvalidInputError } from '../errors/domain-errors.js';
 import { checkPageArgs } from '../graphql/connection.js';
+import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
+import { MaxLength } from '../graphql/input-bounds.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import type { User } from '../users/user.entity.js';
 import { UserType } from '../users/user.type.js';
@@ -41,6 +43,7 @@ class DelegationPageArgs {
   @Field(() => Int, { defaultValue: 25, description: `Page size, 1 to ${MAX_DELEGATION_PAGE_SIZE}.` })
   first!: number;
 
+  @MaxLength(CURSOR_MAX_LENGTH)
   @Field(() => String, { nullable: true, description: 'An `endCursor` from a previous page.' })
   after?: string | null;
 }

@@ -1,5 +1,6 @@
 import { DateTimeResolver } from 'graphql-scalars';
 import { InvalidInputError, MissingArgumentError } from '../errors/domain-errors.js';
+import { excerpt } from '../graphql/input-bounds.js';
 import type { RestRoute } from '../rest/route.js';
 import { operationDocument } from '../rest/route.js';
 import { cursorPagination, cursorParameter, enumListParameter, limitParameter, list, pathParameter, required, single, type Query } from '../rest/params.js';
@@ -112,7 +113,7 @@ const requestedAtEndParameter: ParameterDescription<string | null> = {
     try {
       DateTimeResolver.parseValue(raw.trim());
     } catch {
-      throw new InvalidInputError(`requested_at_end must be an ISO 8601 date-time such as 2026-01-01T12:00:00Z (got "${raw}")`);
+      throw new InvalidInputError(`requested_at_end must be an ISO 8601 date-time such as 2026-01-01T12:00:00Z (got ${excerpt(raw)})`);
     }
     return raw.trim();
   },

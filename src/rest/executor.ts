@@ -4,7 +4,9 @@ import type { Logger } from '../logging/logger.js';
 import type { ThrottledWarning } from '../logging/throttled-log.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import { classifyError } from '../graphql/errors.js';
-import { DomainError } from '../errors/domain-errors.js';
+import { DomainError, InvalidInputError } from '../errors/domain-errors.js';
+import { assertOperationInputsAcceptable } from '../graphql/input-bounds.js';
+import { unstorableStrings } from './params.js';
 import { sendError, sendJson } from './envelopes.js';
 import type { RestRequest, RestRoute } from './route.js';
 import { validateDescribedInput } from './description.js';
@@ -39,6 +41,9 @@ export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSc
       res.set(deprecation);
       const fail = (error: unknown) => {
         const classified = classifyError(error);
+        if (classified.kind === 'unavailable') {
+          logger.warn({ err: error, requestId: context.requestId, route: `${route.method.toUpperCase()} ${route.path}` }, 'REST route answered 503: database unavailable or statement timed out');
+        }
         if (classified.kind === 'internal') {
           logger.error({ err: error, requestId: context.requestId, route: `${route.method.toUpperCase()} ${route.path}` }, 'unhandled error in REST route');
           return sendError(res, 'internal', 'Internal Server Error', [`Quote request id ${context.requestId} when reporting this error.`]);
@@ -49,14 +54,15 @@ export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSc
         sendError(res, classified.kind, classified.message, classified.details);
       };
       try {
-        const request: RestRequest = {
-          params: req.params as Record<string, string>,
-          query: req.query as RestRequest['query'],
-          body: req.body,
-          principal: requirePrincipal(context),
-        };
+        const principal = requirePrincipal(context);
+        const raw = { params: req.params as Record<string, string>, query: req.query as RestRequest['query'], body: req.body };
+        const unstorable = unstorableStrings(raw);
+        if (unstorable.length) throw new InvalidInputError(unstorable);
+        const request: RestRequest = { ...raw, principal };
         validateDescribedInput(route.description, request);
         const variableValues = route.variables(request);
+        // The same bounds as on /graphql, on the variables the row made, before any SQL runs.
+        assertOperationInputsAcceptable(schema, document, undefined, variableValues);
         const result = await execute({ schema, document, contextValue: context, variableValues });
         if (result.errors?.length) {
           // A domain error says the most; otherwise the first error stands for the request.

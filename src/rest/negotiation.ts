@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { sendError } from './envelopes.js';
+import { excerpt } from '../graphql/input-bounds.js';
 
 /**
  * `Accept` is the versioning header: absent, `*\/*`, `application/json` or
@@ -16,7 +17,7 @@ export function acceptVersioning(vendor: string) {
       const version = params.find((param) => param.startsWith('version='))?.slice('version='.length).replace(/"/g, '');
       if (type === vendorType) {
         if (version !== undefined && version !== '2') {
-          return sendError(res, 'not_acceptable', 'Unsupported API version', [`version ${version} is not supported; use ${vendorType};version=2`]);
+          return sendError(res, 'not_acceptable', 'Unsupported API version', [`version ${excerpt(version)} is not supported; use ${vendorType};version=2`]);
         }
         acceptable = true;
       } else if (type === '*/*' || type === 'application/*' || type === 'application/json') {

@@ -1,6 +1,8 @@
 import { InvalidInputError, MissingArgumentError } from '../errors/domain-errors.js';
 import { MAX_OFFSET_WINDOW } from '../graphql/connection.js';
 import type { ParameterDescription } from './description.js';
+import { excerpt, unstorableCharacter } from '../graphql/input-bounds.js';
+import type { RestRequest } from './route.js';
 
 export type Query = Record<string, string | string[] | undefined>;
 
@@ -67,7 +69,7 @@ export function includes(query: Query, allowed: readonly string[]): Set<string> 
   const values = list(query, 'include');
   const unknown = values.filter((value) => !allowed.includes(value));
   if (unknown.length) {
-    throw new InvalidInputError(`include[] does not accept ${unknown.map((value) => `"${value}"`).join(', ')}; allowed values: ${allowed.join(', ')}`);
+    throw new InvalidInputError(`include[] does not accept ${unknown.slice(0, 5).map((value) => excerpt(value)).join(', ')}; allowed values: ${allowed.join(', ')}`);
   }
   return new Set(values);
 }
@@ -157,4 +159,35 @@ export function enumListParameter(
 
 export function pathParameter(name: string, description: string): ParameterDescription<string> {
   return { name, in: 'path', required: true, description, schema: { type: 'string', minLength: 1 } };
+}
+
+/**
+ * Every string of a REST request (path, query, body, and the body's keys) that PostgreSQL could
+ * not store, named the REST way (`user.name`, `query`, `users[2].email`). The walk is iterative:
+ * a body nested 10,000 levels deep costs a loop, not the stack.
+ */
+export function unstorableStrings(request: Pick<RestRequest, 'params' | 'query' | 'body'>): string[] {
+  const problems: string[] = [];
+  const pending: { value: unknown; where: string }[] = [
+    ...Object.entries(request.params).map(([name, value]) => ({ value, where: `path parameter ${name}` })),
+    ...Object.entries(request.query).map(([name, value]) => ({ value, where: excerpt(name).slice(1, -1) })),
+    { value: request.body, where: '' },
+  ];
+  while (pending.length && problems.length < 10) {
+    const { value, where } = pending.pop()!;
+    if (typeof value === 'string') {
+      const unstorable = unstorableCharacter(value);
+      if (unstorable) problems.push(`${where || 'the request body'} ${unstorable}`);
+    } else if (Array.isArray(value)) {
+      value.forEach((element, index) => pending.push({ value: element, where: `${where}[${index}]` }));
+    } else if (typeof value === 'object' && value !== null) {
+      for (const [key, element] of Object.entries(value)) {
+        const named = where ? `${where}.${excerpt(key).slice(1, -1)}` : excerpt(key).slice(1, -1);
+        const unstorableKey = unstorableCharacter(key);
+        if (unstorableKey) problems.push(`the field name ${excerpt(key)} ${unstorableKey}`);
+        else pending.push({ value: element, where: named });
+      }
+    }
+  }
+  return problems;
 }

@@ -2,10 +2,13 @@ import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Int, Mu
 import { URLResolver } from 'graphql-scalars';
 import type { Requirement } from '../auth/auth-checker.js';
 import { checkPageArgs } from '../graphql/connection.js';
+import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
+import { MaxLength } from '../graphql/input-bounds.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import { User } from './user.entity.js';
 import { MAX_PAGE_SIZE, UsersService } from './user.service.js';
 import { UserConnection, UserType } from './user.type.js';
+import { USER_FIELD_LIMITS } from './user.validation.js';
 import {
   CreateUserInput,
   CreateUserPayload,
@@ -21,12 +24,14 @@ const USERS_CURSOR = 'users';
 
 @ArgsType()
 class UsersArgs {
-  @Field(() => String, { nullable: true, description: 'Case-insensitive substring of the name or email.' })
+  @MaxLength(USER_FIELD_LIMITS.searchQuery)
+  @Field(() => String, { nullable: true, description: `Case-insensitive substring of the name or email, at most ${USER_FIELD_LIMITS.searchQuery} characters.` })
   query?: string | null;
 
   @Field(() => Int, { defaultValue: 25, description: 'Page size, 1 to 100.' })
   first!: number;
 
+  @MaxLength(CURSOR_MAX_LENGTH)
   @Field(() => String, { nullable: true, description: 'An `endCursor` from a previous page.' })
   after?: string | null;
 

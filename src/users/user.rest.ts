@@ -5,6 +5,7 @@ import { bodyField, classicPagination, classicPaginationParameters, includeParam
 import type { BodyDescription } from '../rest/description.js';
 import { classicPage, schemaRef, wrapped } from '../rest/openapi-schemas.js';
 import { policy } from '../auth/policy.js';
+import { excerpt } from '../graphql/input-bounds.js';
 import type {
   CreateUserMutation,
   CurrentUserQuery,
@@ -69,7 +70,7 @@ export function userFieldsFromBody(raw: unknown, where: string, options: { creat
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidInputError(`${where} must be a JSON object`);
   const body = raw as Record<string, unknown>;
   if (body.type !== undefined && body.type !== 'user') {
-    throw new InvalidInputError(`${where}.type must be "user" (got ${JSON.stringify(body.type)})`);
+    throw new InvalidInputError(`${where}.type must be "user" (got ${excerpt(body.type)})`);
   }
   if (options.creating) {
     const missing = ['name', 'email'].filter((field) => body[field] === undefined || body[field] === null);

@@ -159,7 +159,8 @@ export class UsersService {
         if (patch.role !== undefined && patch.role !== user.role && user.role === 'owner') {
           problems.push(`${label(index)}role of the account owner cannot be changed`);
         }
-        if (patch.email !== undefined) {
+        // A null email is refused above; only a string takes part in the duplicate check.
+        if (typeof patch.email === 'string') {
           const email = normalizeEmail(patch.email);
           if (emails.has(email)) problems.push(`${label(index)}email is also given to users[${emails.get(email)}]`);
           emails.set(email, index);

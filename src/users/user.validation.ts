@@ -52,15 +52,21 @@ export function normalizeEmail(email: string): string {
 export function validateUserFields(fields: UserFields, options: { creating: boolean; prefix?: string }): string[] {
   const problems: string[] = [];
   const at = (field: string) => `${options.prefix ?? ''}${field}`;
-  const { name, email, timeZone, color, role, description, jobTitle } = fields;
+  // Only description and job title can be cleared; the other fields are omitted to keep them,
+  // and a client's null (which the types above do not admit) is refused here, before any use.
+  const refusedNull = (['name', 'email', 'timeZone', 'color', 'role'] as const).filter((field) => (fields[field] as unknown) === null);
+  for (const field of refusedNull) problems.push(`${at(field === 'timeZone' ? 'time_zone' : field)} must not be null (omit it to keep the current value)`);
+  const given = <T>(value: T) => (value === null ? undefined : value);
+  const name = given(fields.name), email = given(fields.email), timeZone = given(fields.timeZone), color = given(fields.color), role = given(fields.role);
+  const { description, jobTitle } = fields;
 
   if (name === undefined) {
-    if (options.creating) problems.push(`${at('name')} is required`);
+    if (options.creating && !refusedNull.includes('name')) problems.push(`${at('name')} is required`);
   } else if (typeof name !== 'string' || name.trim() === '') problems.push(`${at('name')} must not be empty`);
   else if (name.trim().length > USER_FIELD_LIMITS.name) problems.push(`${at('name')} must be at most ${USER_FIELD_LIMITS.name} characters`);
 
   if (email === undefined) {
-    if (options.creating) problems.push(`${at('email')} is required`);
+    if (options.creating && !refusedNull.includes('email')) problems.push(`${at('email')} is required`);
   } else if (typeof email !== 'string' || !EMAIL_PATTERN.test(email.trim())) problems.push(`${at('email')} is not a valid email address`);
   else if (email.trim().length < USER_FIELD_LIMITS.email.min || email.trim().length > USER_FIELD_LIMITS.email.max) {
     problems.push(`${at('email')} must be ${USER_FIELD_LIMITS.email.min} to ${USER_FIELD_LIMITS.email.max} characters`);

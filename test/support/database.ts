@@ -8,7 +8,7 @@ import { openDatabase, type Database, type DatabaseOptions } from '../../src/db/
  * server (dropped afterwards); without it, an in-memory PGlite instance. Either way the real
  * migrations run, and parallel workers never share rows.
  */
-export type TestDatabaseOptions = Pick<DatabaseOptions, 'onQuery' | 'replicaUrls' | 'lockTimeoutMs' | 'transactionObserver' | 'poolTimeoutMs'> & {
+export type TestDatabaseOptions = Pick<DatabaseOptions, 'onQuery' | 'replicaUrls' | 'lockTimeoutMs' | 'transactionObserver' | 'poolTimeoutMs' | 'statementTimeoutMs'> & {
   /** PostgreSQL only: the app connects to this local port (a proxy the test controls) instead of the server's. */
   throughPort?: number;
 };
@@ -47,6 +47,7 @@ export async function openTestDatabase(options: TestDatabaseOptions = {}): Promi
     poolTimeoutMs: options.poolTimeoutMs,
     lockTimeoutMs: options.lockTimeoutMs,
     transactionObserver: options.transactionObserver,
+    statementTimeoutMs: options.statementTimeoutMs,
   });
   await database.migrate();
   return {

@@ -63,6 +63,8 @@ export interface Harness {
   rateLimiter: RateLimiter;
   runtime: Runtime;
   app: Parameters<typeof supertest>[0];
+  /** The app's own HTTP server (with its `clientError` handling), not listening until a test asks. */
+  httpServer: import('node:http').Server;
   logs: string[];
   /** Every response is checked against the reference OpenAPI document and the served one before it is returned. */
   rest(method: 'get' | 'post' | 'put' | 'delete', path: string, call?: RestCall): Promise<supertest.Response>;
@@ -114,6 +116,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     rateLimiter,
     runtime: server.runtime,
     app: server.app,
+    httpServer: server.httpServer,
     logs,
     async rest(method, path, call = {}) {
       let request = agent[method](path).set({ Accept: 'application/vnd.pagerduty+json;version=2', ...authorization(call.key), ...call.headers });

@@ -104,7 +104,7 @@ export type RemoveNotificationSubscriptionsInput = {
   userId: Scalars['ID']['input'];
 };
 
-/** Changes to one user: only the fields given change. */
+/** Changes to one user: only the fields given change. name, email, timeZone, color and role are omitted to keep them (null is refused); description and jobTitle take null to clear them. */
 export type UpdateUserInput = {
   color: InputMaybe<Scalars['String']['input']>;
   /** null clears it. */

@@ -1,0 +1,180 @@
+import {
+  GraphQLError,
+  Kind,
+  TypeInfo,
+  getNamedType,
+  getNullableType,
+  getOperationAST,
+  getVariableValues,
+  isInputObjectType,
+  isInputType,
+  isInterfaceType,
+  isListType,
+  isObjectType,
+  isScalarType,
+  valueFromAST,
+  visit,
+  visitWithTypeInfo,
+  type DocumentNode,
+  type GraphQLArgument,
+  type GraphQLInputField,
+  type GraphQLInputType,
+  type GraphQLSchema,
+} from 'graphql';
+import { Extensions } from 'type-graphql';
+import { InvalidInputError } from '../errors/domain-errors.js';
+
+/**
+ * Every string a client sends is bounded before any resolver (and so any SQL) runs, and strings
+ * PostgreSQL cannot store are refused with the field named. Both faces go through here: Apollo
+ * before execution, the REST executor before it calls `execute`.
+ *
+ * A `String` argument or input field declares its own bound (`@MaxLength`, next to its meaning);
+ * other scalars carry one bound per type below. `assertEveryStringInputBounded` refuses to start
+ * a schema with an undeclared one, so a new field cannot slip through unbounded.
+ */
+export const MAX_LENGTH_EXTENSION = 'maxLength';
+
+/** Declares the length bound of a `String` input field or argument (`@ArgsType` field). */
+export function MaxLength(max: number) {
+  return Extensions({ [MAX_LENGTH_EXTENSION]: max });
+}
+
+/** Public ids are 7 characters; the bound leaves room for other id formats without letting a query carry a document. */
+export const ID_MAX_LENGTH = 64;
+
+/** Bounds of scalars whose values are all short by nature; `String` has none: each field declares its own. */
+const SCALAR_BOUNDS: Record<string, number> = {
+  ID: ID_MAX_LENGTH,
+  DateTime: 64,
+  EmailAddress: 254,
+  TimeZone: 64,
+  URL: 2048,
+};
+
+/** Scalars whose values are not strings, or are checked by their own coercion before they get here. */
+const NON_STRING_SCALARS = new Set(['Int', 'Float', 'Boolean']);
+
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** `undefined`, or why PostgreSQL cannot store the text (NUL, or UTF-16 that is not valid Unicode). */
+export function unstorableCharacter(value: string): string | undefined {
+  if (value.includes('\u0000')) return 'contains a NUL character (U+0000)';
+  if (UNPAIRED_SURROGATE.test(value)) return 'contains an unpaired UTF-16 surrogate';
+  return undefined;
+}
+
+/**
+ * A short, printable excerpt of a client's value for an error message: never the whole value
+ * (it may be megabytes, or nested 10,000 levels deep), never control characters.
+ */
+export function excerpt(value: unknown, max = 40): string {
+  if (typeof value === 'string') {
+    const shown = value.slice(0, max).replace(/[\u0000-\u001f\u007f\ud800-\udfff]/g, '\uFFFD');
+    return JSON.stringify(shown + (value.length > max ? '…' : ''));
+  }
+  if (Array.isArray(value)) return 'an array';
+  if (value === null) return 'null';
+  if (typeof value === 'object') return 'an object';
+  return String(value).slice(0, max);
+}
+
+/** Messages that quote a client's value (graphql-js and scalars quote strings whole) are cut to this many characters. */
+export const MAX_ERROR_MESSAGE_LENGTH = 300;
+
+export function boundedMessage(message: string): string {
+  if (message.length <= MAX_ERROR_MESSAGE_LENGTH) return message;
+  return `${message.slice(0, MAX_ERROR_MESSAGE_LENGTH).replace(/[\ud800-\udbff]$/, '')}… (cut)`;
+}
+
+function boundOf(position: GraphQLArgument | GraphQLInputField, type: GraphQLInputType): number | undefined {
+  const declared = position.extensions?.[MAX_LENGTH_EXTENSION];
+  if (typeof declared === 'number') return declared;
+  return SCALAR_BOUNDS[getNamedType(type).name];
+}
+
+function stringProblems(value: string, where: string, bound: number | undefined): string[] {
+  const unstorable = unstorableCharacter(value);
+  if (unstorable) return [`${where} ${unstorable}`];
+  if (bound !== undefined && value.length > bound) return [`${where} must be at most ${bound} characters (got ${value.length})`];
+  return [];
+}
+
+/** Walks a coerced value along its input type; input types are not recursive here, so neither is the walk's depth unbounded. */
+function valueProblems(value: unknown, type: GraphQLInputType, where: string, bound: number | undefined, problems: string[]): void {
+  if (value === null || value === undefined) return;
+  const nullable = getNullableType(type);
+  if (isListType(nullable)) {
+    if (!Array.isArray(value)) return valueProblems(value, nullable.ofType, where, bound, problems);
+    value.forEach((element, index) => valueProblems(element, nullable.ofType, `${where}[${index}]`, bound, problems));
+    return;
+  }
+  if (isInputObjectType(nullable)) {
+    for (const field of Object.values(nullable.getFields())) {
+      valueProblems((value as Record<string, unknown>)[field.name], field.type, `${where}.${field.name}`, boundOf(field, field.type), problems);
+    }
+    return;
+  }
+  if (typeof value === 'string') problems.push(...stringProblems(value, where, bound));
+}
+
+/**
+ * The problems with the values an operation passes to its fields' arguments: variables that do
+ * not coerce to their types (graphql-js's messages, whose quoting of the value is bounded), then
+ * strings, literals and variables alike, against their bounds; empty when there is nothing to
+ * refuse. Reporting coercion here, rather than leaving it to execution, keeps a scalar that
+ * trips over a hostile value (a 10,000-level array where a time zone belongs) a client error.
+ */
+export function operationInputProblems(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, rawVariables: Record<string, unknown> | null | undefined): string[] {
+  const operation = getOperationAST(document, operationName);
+  if (!operation) return [];
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], rawVariables ?? {}, { maxErrors: 5 });
+  if (coerced.errors) return coerced.errors.map((error) => boundedMessage(error.message));
+  const variables = coerced.coerced;
+  const problems: string[] = [];
+  const typeInfo = new TypeInfo(schema);
+  const definitions = document.definitions.filter((definition) => definition === operation || definition.kind === Kind.FRAGMENT_DEFINITION);
+  for (const definition of definitions) {
+    visit(definition, visitWithTypeInfo(typeInfo, {
+      Argument(node) {
+        const argument = typeInfo.getArgument();
+        if (!argument) return;
+        const value = valueFromAST(node.value, argument.type, variables);
+        valueProblems(value, argument.type, node.name.value, boundOf(argument, argument.type), problems);
+      },
+    }));
+  }
+  return problems;
+}
+
+/** The same problems as an error of the table's `invalid_input` kind (400/2001, `BAD_USER_INPUT`). */
+export function assertOperationInputsAcceptable(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, rawVariables: Record<string, unknown> | null | undefined): void {
+  const problems = operationInputProblems(schema, document, operationName, rawVariables);
+  if (problems.length) throw new InvalidInputError(problems);
+}
+
+/** Thrown from Apollo's `didResolveOperation`: answered as HTTP 400 with BAD_USER_INPUT by the error table. */
+export function inputProblemsAsGraphQLError(error: InvalidInputError): GraphQLError {
+  return new GraphQLError(error.details[0] ?? error.message, { originalError: error, extensions: { http: { status: 400 } } });
+}
+
+/** Every `String` input position of the schema with no declared bound; the server refuses to start with any. */
+export function unboundedStringInputs(schema: GraphQLSchema): string[] {
+  const unbounded: string[] = [];
+  const check = (position: GraphQLArgument | GraphQLInputField, where: string) => {
+    const named = getNamedType(position.type);
+    if (!isScalarType(named) || NON_STRING_SCALARS.has(named.name) || !isInputType(named)) return;
+    if (boundOf(position, position.type) === undefined) unbounded.push(where);
+  };
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (type.name.startsWith('__')) continue;
+    if (isInputObjectType(type)) {
+      for (const field of Object.values(type.getFields())) check(field, `${type.name}.${field.name}`);
+    } else if (isObjectType(type) || isInterfaceType(type)) {
+      for (const field of Object.values(type.getFields())) {
+        for (const argument of field.args) check(argument, `${type.name}.${field.name}(${argument.name}:)`);
+      }
+    }
+  }
+  return unbounded;
+}
