@@ -233,7 +233,8 @@ onPostgreSQL('statement_timeout (PostgreSQL)', () => {
   let slowAuth: Record<string, string>;
   let ownerId: string;
   beforeAll(async () => {
-    slow = await startHarness({ statementTimeoutMs: 300 });
+    // Every outage line logged (no throttling), so each request's line can be found.
+    slow = await startHarness({ statementTimeoutMs: 300, outageLogIntervalMs: 0 });
     const slowAccount = await slow.createAccount();
     ownerId = slowAccount.ownerId;
     slowAuth = { Authorization: `Token token=${(slowAccount.key as { token: string }).token}` };
@@ -273,7 +274,7 @@ onPostgreSQL('statement_timeout (PostgreSQL)', () => {
       release();
       await holder;
     }
-    const logged = slow.logs.filter((line) => /statement timed out/.test(line));
+    const logged = slow.logs.filter((line) => /database unavailable: answering/.test(line) && /"level":40/.test(line));
     expect(logged.some((line) => line.includes('"requestId":"slow-rest-1"'))).toBe(true);
     expect(logged.some((line) => line.includes('"requestId":"slow-graphql-1"'))).toBe(true);
     const again = await app.get(`/users/${ownerId}/notification_subscriptions`).set({ ...REST, ...slowAuth });

@@ -37,10 +37,9 @@ function maskedErrorLogging(logger: Logger): ApolloServerPlugin<Context> {
     async requestDidStart() {
       return {
         async didEncounterErrors({ errors, contextValue }) {
+          // Outages are logged, throttled, by unavailableAnswers; only defects are errors.
           for (const error of errors) {
-            const { kind } = classifyError(error);
-            if (kind === 'internal') logger.error({ err: error.originalError ?? error, requestId: contextValue.requestId }, 'unhandled error in GraphQL operation');
-            if (kind === 'unavailable') logger.warn({ err: error.originalError ?? error, requestId: contextValue.requestId }, 'GraphQL operation answered 503: database unavailable or statement timed out');
+            if (classifyError(error).kind === 'internal') logger.error({ err: error.originalError ?? error, requestId: contextValue.requestId }, 'unhandled error in GraphQL operation');
           }
         },
         async willSendResponse({ response, contextValue }) {

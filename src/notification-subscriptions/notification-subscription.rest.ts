@@ -37,6 +37,8 @@ export function subscribablesFromBody(body: unknown): { subscribableType: string
     else if (!isSubscribableType(type)) problems.push(`${where}.subscribable_type must be one of ${SUBSCRIBABLE_TYPES.join(', ')} (got ${excerpt(type)})`);
     if (id === undefined || id === null) problems.push(`${where}.subscribable_id is required`);
     else if (typeof id !== 'string') problems.push(`${where}.subscribable_id must be a string`);
+    // Checked here, not only by the shared input bounds, so an over-long id is a payload problem (422) like the rest.
+    else if (id.length > MAX_SUBSCRIBABLE_FIELD_LENGTH) problems.push(`${where}.subscribable_id must be at most ${MAX_SUBSCRIBABLE_FIELD_LENGTH} characters`);
     return { subscribableType: isSubscribableType(type) ? type.toUpperCase() : '', subscribableId: typeof id === 'string' ? id : '' };
   });
   if (problems.length) throw new UnprocessableError(problems);

@@ -41,9 +41,6 @@ export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSc
       res.set(deprecation);
       const fail = (error: unknown) => {
         const classified = classifyError(error);
-        if (classified.kind === 'unavailable') {
-          logger.warn({ err: error, requestId: context.requestId, route: `${route.method.toUpperCase()} ${route.path}` }, 'REST route answered 503: database unavailable or statement timed out');
-        }
         if (classified.kind === 'internal') {
           logger.error({ err: error, requestId: context.requestId, route: `${route.method.toUpperCase()} ${route.path}` }, 'unhandled error in REST route');
           return sendError(res, 'internal', 'Internal Server Error', [`Quote request id ${context.requestId} when reporting this error.`]);

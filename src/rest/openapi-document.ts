@@ -1,6 +1,7 @@
 import type { oas31 } from 'openapi3-ts';
 import { SCOPES } from '../auth/scopes.js';
 import { ERROR_TABLE } from '../errors/error-table.js';
+import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../app/idempotency.js';
 import type { ErrorKind } from '../errors/domain-errors.js';
 import type { PlainOperationDescription, Schema } from './description.js';
 import type { RestRoute } from './route.js';
@@ -21,15 +22,18 @@ export interface DocumentSettings {
 /** Statuses any v2 API route may answer, whatever it is asked: credentials, versioning, rate limit, failures. */
 const COMMON_ERROR_STATUSES = [401, 406, 429, 500, 503] as const;
 
+/** Methods that accept an `Idempotency-Key` (src/app/idempotency.ts). */
+const IDEMPOTENT_METHODS = new Set(['post', 'put', 'delete']);
+
 const ERROR_TITLES: Record<number, string> = {
   400: 'Invalid input (2001) or a missing required argument (2003); `errors` names the field.',
   401: 'Missing, malformed, unknown, disabled or revoked credential.',
   403: 'Access denied: role, read-only key, or a bearer token without the needed scope (named in `errors`).',
   404: 'Not found (also: deleted, or in another account).',
   406: 'Unsupported API version in `Accept`.',
-  409: 'The request collides with existing data.',
+  409: 'A request with the same `Idempotency-Key` is still running; retry after `Retry-After` seconds.',
   415: 'Request bodies must be application/json.',
-  422: 'The payload fails validation; `errors` names each element.',
+  422: 'The payload fails validation (`errors` names each element), or the `Idempotency-Key` was used for another request.',
   429: 'Rate limit exceeded; retry after `Retry-After` seconds.',
   500: 'Internal error: no details, a request id to quote.',
   503: 'Temporarily unavailable; retry after `Retry-After` seconds.',
@@ -53,7 +57,7 @@ function apiCodesFor(status: number): number[] {
 }
 
 function errorResponse(status: number): oas31.ResponseObject {
-  const retry: oas31.HeadersObject = status === 429 || status === 503 ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {};
+  const retry: oas31.HeadersObject = status === 409 || status === 429 || status === 503 ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {};
   return {
     description: ERROR_TITLES[status] ?? 'Error',
     // A failure may come before the rate limiter ran (authentication's own query), so 5xx promise no budget headers.
@@ -102,7 +106,14 @@ function describeRoute(route: RestRoute): { path: string; method: string; operat
     };
   }
   if (!Object.keys(responses).length) throw new Error(`${where} describes no success response`);
-  const errorStatuses = [...new Set([...description.errors, ...COMMON_ERROR_STATUSES, ...(description.requestBody ? [400, 415] : [])])].sort((a, b) => a - b);
+  const writes = IDEMPOTENT_METHODS.has(route.method);
+  const errorStatuses = [...new Set([
+    ...description.errors,
+    ...COMMON_ERROR_STATUSES,
+    ...(description.requestBody ? [400, 415] : []),
+    // Idempotency-Key: a malformed key (400), the key still running (409) or reused for another request (422).
+    ...(writes ? [400, 409, 422] : []),
+  ])].sort((a, b) => a - b);
   for (const status of errorStatuses) responses[String(status)] = { $ref: `#/components/responses/${RESPONSE_NAMES[status]}` };
 
   const operation: oas31.OperationObject = {
@@ -113,6 +124,7 @@ function describeRoute(route: RestRoute): { path: string; method: string; operat
     ...(route.successor ? { deprecated: true, description: `${description.description ?? ''}\n\nDeprecated: use \`${route.successor}\`.`.trim() } : {}),
     parameters: [
       { $ref: '#/components/parameters/Accept' },
+      ...(writes ? [{ $ref: '#/components/parameters/Idempotency-Key' }] : []),
       ...parameters.map((parameter): oas31.ParameterObject => ({
         name: parameter.name,
         in: parameter.in,
@@ -213,6 +225,14 @@ export function buildOpenApiDocument(sources: DocumentSources, settings: Documen
         },
       },
       parameters: {
+        'Idempotency-Key': {
+          name: 'Idempotency-Key',
+          in: 'header',
+          description: `Makes a write safe to retry: the first outcome is kept for 24 hours for this credential, and a retry with the same key and ` +
+            `request gets it back (with \`Idempotent-Replayed: true\`) without running again. 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters, e.g. a UUID.`,
+          required: false,
+          schema: { type: 'string', minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_LENGTH, pattern: '^[\\x21-\\x7E]+$' },
+        },
         Accept: {
           name: 'Accept',
           in: 'header',
