@@ -114,7 +114,9 @@ test('a pipeliner under the queue bound that never reads is held at the unread-b
   expect(served.status).toBe(200);
   await served.arrayBuffer();
   // Closed by the server (stalled past HTTP_STALLED_CLIENT_TIMEOUT_MS) although the client never read nor closed.
-  const closedAfterMs = await Promise.race([serverClosed, sleep(20_000).then(() => -1)]);
+  let giveUp: NodeJS.Timeout | undefined;
+  const closedAfterMs = await Promise.race([serverClosed, new Promise<number>((resolve) => (giveUp = setTimeout(() => resolve(-1), 20_000)))]);
+  clearTimeout(giveUp);
   clearInterval(sampler);
   expect(closedAfterMs).toBeGreaterThan(0);
   pipeliner.socket.resume();
