@@ -155,7 +155,8 @@ export function createManagedHttpServer(handler: RequestListener, limits: HttpSe
   );
 
   // Closing a listening socket resets the connections still in the kernel's accept queue. Closing it
-  // right after Node has accepted one (which empties the queue) keeps that window to microseconds.
+  // right after an accept, or right after an I/O poll, keeps that window small; the drain (readiness
+  // failing, so the load balancer sends no new connections) is what empties it.
   let closeListener: (() => void) | undefined;
   server.on('connection', (socket: Socket) => {
     closeListener?.();
