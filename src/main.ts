@@ -9,11 +9,14 @@ import { bootstrapAccount } from './accounts/bootstrap.js';
 import { allEntities } from './app/features.js';
 import { createApp } from './app/app.js';
 import { createRateLimiter } from './auth/rate-limit.js';
+import { startTracing } from './observability/tracing.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config);
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, replicaUrls: config.databaseReplicaUrls, dataDir: config.dataDir, entities: allEntities() });
+  const tracing = startTracing();
+  if (tracing) logger.info('tracing: exporting spans over OTLP/HTTP');
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, replicaUrls: config.databaseReplicaUrls, dataDir: config.dataDir, entities: allEntities(), embeddedAccess: 'serve' });
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
 
@@ -29,7 +32,7 @@ async function main(): Promise<void> {
   }
 
   const rateLimiter = createRateLimiter({ perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, logger });
-  const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config), rateLimiter });
+  const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config), rateLimiter, metricsToken: config.metricsToken });
   await new Promise<void>((resolve) => server.httpServer.listen(config.port, resolve));
   logger.info({ port: config.port, database: database.kind, graphql: `${config.publicApiUrl}/graphql` }, 'account access gateway listening');
 
@@ -48,6 +51,7 @@ async function main(): Promise<void> {
       logger.info('http server stopped');
       await rateLimiter.close();
       await database.close();
+      await tracing?.shutdown();
       clearTimeout(deadline);
       logger.info('database closed; stopped');
       process.exit(0);

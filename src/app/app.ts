@@ -16,6 +16,9 @@ import { sendError, sendJson } from '../rest/envelopes.js';
 import { prepareRoutes, restRouter } from '../rest/executor.js';
 import { acceptVersioning, requireJsonBody } from '../rest/negotiation.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
+import { operationObservabilityPlugin } from '../observability/graphql.js';
+import { graphqlOperationScope, metricsEndpoint, observeRequests } from '../observability/http.js';
+import { rateLimitDecisions, reportRateLimitStore } from '../observability/metrics.js';
 import { corsAllowList } from './cors.js';
 import { features } from './features.js';
 import type { Runtime } from './runtime.js';
@@ -31,6 +34,8 @@ export interface AppOptions {
   logger: Logger;
   serverSecret: Buffer;
   rateLimiter: RateLimiter;
+  /** Serves `GET /metrics` to `Authorization: Bearer <token>`; unset, there is no metrics endpoint. */
+  metricsToken?: string;
 }
 
 export interface App {
@@ -68,6 +73,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     introspection: settings.introspection,
     landingPage: settings.landingPage,
     limits: { maxDepth: settings.graphqlMaxDepth, maxCost: settings.graphqlMaxCost },
+    plugins: [operationObservabilityPlugin()],
   });
   await apollo.start();
 
@@ -81,6 +87,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     next();
   });
 
+  app.use(observeRequests());
+  reportRateLimitStore(() => ({ memory: undefined, up: 1, down: 0 })[options.rateLimiter.storeState()]);
+
   app.use(corsAllowList(settings.corsOrigins));
 
   // One line per request: no query string, and the calendar key inside feed URLs is redacted.
@@ -93,16 +102,20 @@ export async function createApp(options: AppOptions): Promise<App> {
         path: req.path.replace(/^\/private\/[^/]+/, '/private/[redacted]'),
         status: res.statusCode,
         durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+        traceId: res.locals.traceId,
       }, 'request');
     });
     next();
   });
 
+  if (options.metricsToken) app.get('/metrics', metricsEndpoint(options.metricsToken));
   app.get('/healthz', (_req, res) => sendJson(res, 200, { status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
     try {
       await database.ping();
-      sendJson(res, 200, { status: 'ok', database: database.kind });
+      // Redis down is degraded, not unready: limits then hold per instance (see createRateLimiter).
+      const redis = options.rateLimiter.storeState();
+      sendJson(res, 200, { status: redis === 'down' ? 'degraded' : 'ok', database: database.kind, ...(redis === 'memory' ? {} : { redis }) });
     } catch (error) {
       logger.warn({ err: error }, 'readiness check failed');
       sendJson(res, 503, { status: 'unavailable', database: database.kind });
@@ -133,6 +146,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       const { authentication } = res.locals.context as Context;
       const key = authentication.status === 'authenticated' ? authentication.principal.rateLimitKey : `address:${req.ip}`;
       const decision = await options.rateLimiter.consume(key);
+      rateLimitDecisions.inc({ decision: decision.allowed ? 'allowed' : 'limited', store: decision.store });
       res.set({ 'ratelimit-limit': String(decision.limit), 'ratelimit-remaining': String(decision.remaining), 'ratelimit-reset': String(decision.resetSeconds) });
       if (decision.allowed) return next();
       res.set('Retry-After', String(decision.resetSeconds));
@@ -148,6 +162,7 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   app.use(
     '/graphql',
+    graphqlOperationScope(),
     express.json({ limit: '1mb' }),
     expressMiddleware(apollo, { context: async ({ res }) => res.locals.context as Context }),
   );

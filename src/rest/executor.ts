@@ -1,15 +1,17 @@
 import { Router, type Request, type Response } from 'express';
-import { execute, parse, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { execute, getOperationAST, parse, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Logger } from '../logging/logger.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import { classifyError } from '../graphql/errors.js';
 import { DomainError } from '../errors/domain-errors.js';
+import { observeRestOperation } from '../observability/graphql.js';
 import { sendError, sendJson } from './envelopes.js';
 import type { RestRequest, RestRoute } from './route.js';
 
 interface PreparedRoute {
   route: RestRoute;
   document: DocumentNode;
+  operation: { type: string; name: string | undefined };
 }
 
 /** Parses and validates every route's document once, at start: a broken row stops the server from starting. */
@@ -19,7 +21,8 @@ export function prepareRoutes(schema: GraphQLSchema, routes: readonly RestRoute[
     const document = parse(route.operation.source);
     const errors = validate(schema, document);
     if (errors.length) throw new Error(`REST route ${where} has an invalid GraphQL document: ${errors.map((e) => e.message).join('; ')}`);
-    return { route, document };
+    const definition = getOperationAST(document);
+    return { route, document, operation: { type: definition?.operation ?? 'unknown', name: definition?.name?.value } };
   });
 }
 
@@ -30,7 +33,7 @@ export function prepareRoutes(schema: GraphQLSchema, routes: readonly RestRoute[
  */
 export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSchema, logger: Logger): Router {
   const router = Router();
-  for (const { route, document } of prepared) {
+  for (const { route, document, operation } of prepared) {
     router[route.method](route.path, async (req: Request, res: Response) => {
       const context = res.locals.context as Context;
       const deprecation = route.successor ? deprecationHeaders(route.successor, context) : {};
@@ -51,7 +54,7 @@ export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSc
           principal: requirePrincipal(context),
         };
         const variableValues = route.variables(request);
-        const result = await execute({ schema, document, contextValue: context, variableValues });
+        const result = await observeRestOperation(operation.type, operation.name, () => execute({ schema, document, contextValue: context, variableValues }));
         if (result.errors?.length) {
           // A domain error says the most; otherwise the first error stands for the request.
           const chosen = result.errors.find((error) => error.originalError instanceof DomainError) ?? result.errors[0];

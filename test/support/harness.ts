@@ -77,6 +77,8 @@ export interface HarnessOptions {
   settings?: Partial<AppSettings>;
   /** Defaults to an in-memory limiter generous enough never to interfere. */
   rateLimiter?: (logger: Logger) => RateLimiter;
+  /** Serves `GET /metrics` to this bearer token. */
+  metricsToken?: string;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -90,7 +92,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   });
   const logger = createLogger({ logLevel: 'debug' }, sink);
   const rateLimiter = options.rateLimiter?.(logger) ?? createRateLimiter({ perMinute: 1_000_000, logger });
-  const server = await createApp({ settings: { ...TEST_SETTINGS, ...options.settings }, database, logger, serverSecret: randomBytes(32), rateLimiter });
+  const server = await createApp({ settings: { ...TEST_SETTINGS, ...options.settings }, database, logger, serverSecret: randomBytes(32), rateLimiter, metricsToken: options.metricsToken });
   const agent = supertest(server.app);
 
   const harness: Harness = {
