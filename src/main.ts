@@ -31,7 +31,7 @@ async function main(): Promise<void> {
     );
   }
 
-  const rateLimiter = createRateLimiter({ perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, logger });
+  const rateLimiter = createRateLimiter({ perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, redisCommandTimeoutMs: config.redisCommandTimeoutMs, logger });
   const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config), rateLimiter, metricsToken: config.metricsToken });
   await new Promise<void>((resolve) => server.httpServer.listen(config.port, resolve));
   logger.info({ port: config.port, database: database.kind, graphql: `${config.publicApiUrl}/graphql` }, 'account access gateway listening');

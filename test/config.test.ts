@@ -38,3 +38,10 @@ test('every bad value is reported at once, by name', () => {
 test('public URLs lose a trailing slash, so self links have exactly one', () => {
   expect(loadConfig({ PUBLIC_API_URL: 'https://api.example.com/' }).publicApiUrl).toBe('https://api.example.com');
 });
+
+test('METRICS_TOKEN is optional, and a weak one is refused', () => {
+  expect(loadConfig({}).metricsToken).toBeUndefined();
+  expect(loadConfig({ METRICS_TOKEN: 'm'.repeat(24) }).metricsToken).toBe('m'.repeat(24));
+  expect(() => loadConfig({ METRICS_TOKEN: 'short' })).toThrow(/METRICS_TOKEN must be at least 24/);
+  expect(() => loadConfig({ METRICS_TOKEN: `${'m'.repeat(24)} x` })).toThrow(/METRICS_TOKEN/);
+});

@@ -21,6 +21,8 @@ export interface AppConfig {
   secretKey: string | undefined;
   rateLimitPerMinute: number;
   redisUrl: string | undefined;
+  /** How long one Redis command may take before the in-memory insurance limiter answers instead. */
+  redisCommandTimeoutMs: number;
   /** Bearer token for `GET /metrics`; unset means no metrics endpoint. */
   metricsToken: string | undefined;
   corsOrigins: string[];
@@ -133,6 +135,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     secretKey,
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', 960, 1, 1_000_000),
     redisUrl: read('REDIS_URL'),
+    redisCommandTimeoutMs: integer('REDIS_COMMAND_TIMEOUT_MS', 30, 5, 10_000),
     metricsToken,
     corsOrigins,
     introspection: boolean('GRAPHQL_INTROSPECTION', !production),
