@@ -98,7 +98,8 @@ describe('GET /metrics', () => {
     expect(labels.at(-1)).toBe('(other)');
     expect(operationLabel('Flood x; drop')).toBe('(other)');
     expect(operationLabel(undefined)).toBe('(anonymous)');
-    // A name seen before keeps its label.
+    // A name seen before keeps its label, and the REST facade's own operations always do.
     expect(operationLabel('CountUsers')).toBe('CountUsers');
+    expect(operationLabel('ListUserOAuthDelegations')).toBe('ListUserOAuthDelegations');
   });
 });

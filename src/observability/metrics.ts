@@ -121,7 +121,13 @@ export function reportRateLimitStore(source: () => number | undefined): void {
 
 const MAX_OPERATION_NAMES = 200;
 const OPERATION_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+const reservedOperationNames = new Set<string>();
 const seenOperationNames = new Set<string>();
+
+/** The server's own operations (the REST facade's documents) always keep their names, however many clients invent. */
+export function reserveOperationName(name: string | undefined): void {
+  if (name && OPERATION_NAME.test(name)) reservedOperationNames.add(name);
+}
 
 /**
  * Client-chosen operation names become labels only while there are few of them: the first
@@ -130,7 +136,7 @@ const seenOperationNames = new Set<string>();
  */
 export function operationLabel(name: string | null | undefined): string {
   if (!name) return '(anonymous)';
-  if (seenOperationNames.has(name)) return name;
+  if (reservedOperationNames.has(name) || seenOperationNames.has(name)) return name;
   if (!OPERATION_NAME.test(name) || seenOperationNames.size >= MAX_OPERATION_NAMES) return '(other)';
   seenOperationNames.add(name);
   return name;

@@ -5,6 +5,7 @@ import { requirePrincipal, type Context } from '../graphql/context.js';
 import { classifyError } from '../graphql/errors.js';
 import { DomainError } from '../errors/domain-errors.js';
 import { observeRestOperation } from '../observability/graphql.js';
+import { reserveOperationName } from '../observability/metrics.js';
 import { sendError, sendJson } from './envelopes.js';
 import type { RestRequest, RestRoute } from './route.js';
 
@@ -22,6 +23,7 @@ export function prepareRoutes(schema: GraphQLSchema, routes: readonly RestRoute[
     const errors = validate(schema, document);
     if (errors.length) throw new Error(`REST route ${where} has an invalid GraphQL document: ${errors.map((e) => e.message).join('; ')}`);
     const definition = getOperationAST(document);
+    reserveOperationName(definition?.name?.value);
     return { route, document, operation: { type: definition?.operation ?? 'unknown', name: definition?.name?.value } };
   });
 }
