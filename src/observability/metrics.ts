@@ -142,9 +142,16 @@ export function operationLabel(name: string | null | undefined): string {
   return name;
 }
 
-/** Express route path (`/users/:id`) to the label form (`/users/{id}`). */
+const routeTemplates = new Map<string, string>();
+
+/** Express route path (`/users/:id`) to the label form (`/users/{id}`); route paths are few, so each is converted once. */
 export function routeTemplate(path: string): string {
-  return path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+  let template = routeTemplates.get(path);
+  if (template === undefined) {
+    template = path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    routeTemplates.set(path, template);
+  }
+  return template;
 }
 
 /** Compares a presented bearer token with the configured one without leaking its length or content through timing. */
