@@ -10,10 +10,13 @@ import { allEntities } from './app/features.js';
 import { createApp } from './app/app.js';
 import { createRateLimiter } from './auth/rate-limit.js';
 import { shutdownGracefully } from './app/shutdown.js';
+import { startTracing } from './observability/tracing.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config);
+  const tracing = startTracing();
+  if (tracing) logger.info('tracing: exporting spans over OTLP/HTTP');
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     replicaUrls: config.databaseReplicaUrls,
@@ -22,6 +25,7 @@ async function main(): Promise<void> {
     lockTimeoutMs: config.databaseLockTimeoutMs,
     poolTimeoutMs: config.databasePoolTimeoutMs,
     statementTimeoutMs: config.databaseStatementTimeoutMs,
+    embeddedAccess: 'serve',
   });
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
@@ -41,8 +45,8 @@ async function main(): Promise<void> {
     );
   }
 
-  const rateLimiter = createRateLimiter({ perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, logger });
-  const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config), rateLimiter, http: config.http });
+  const rateLimiter = createRateLimiter({ perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, redisCommandTimeoutMs: config.redisCommandTimeoutMs, logger });
+  const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config), rateLimiter, http: config.http, metricsToken: config.metricsToken });
   await new Promise<void>((resolve) => server.httpServer.listen(config.port, resolve));
   logger.info({ port: config.port, database: database.kind, graphql: `${config.publicApiUrl}/graphql` }, 'account access gateway listening');
 
@@ -59,6 +63,7 @@ async function main(): Promise<void> {
     }, deadlineMs);
     try {
       const clean = await shutdownGracefully({ app: server, rateLimiter, database, logger, drainMs: config.shutdownDrainMs, graceMs: config.shutdownGraceMs });
+      await tracing?.shutdown();
       clearTimeout(deadline);
       process.exit(clean ? 0 : 1);
     } catch (error) {

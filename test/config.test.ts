@@ -60,10 +60,18 @@ test('operations settings: safe defaults (keep-alive above load balancers\' 60 s
   expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' })).toThrow(/HTTP_REQUEST_TIMEOUT_MS must be at least HTTP_HEADERS_TIMEOUT_MS/);
   expect(() => loadConfig({ HTTP_MAX_UNREAD_RESPONSE_BYTES: '10' })).toThrow(/HTTP_MAX_UNREAD_RESPONSE_BYTES/);
 });
+
 test('DATABASE_STATEMENT_TIMEOUT_MS defaults to 5 s and must be 100 to 600000 ms', () => {
   expect(loadConfig({}).databaseStatementTimeoutMs).toBe(5_000);
   expect(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '250' }).databaseStatementTimeoutMs).toBe(250);
   for (const bad of ['0', '99', '600001', '5s', '-1']) {
     expect(() => loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: bad })).toThrow(/DATABASE_STATEMENT_TIMEOUT_MS must be an integer from 100 to 600000/);
   }
+});
+
+test('METRICS_TOKEN is optional, and a weak one is refused', () => {
+  expect(loadConfig({}).metricsToken).toBeUndefined();
+  expect(loadConfig({ METRICS_TOKEN: 'm'.repeat(24) }).metricsToken).toBe('m'.repeat(24));
+  expect(() => loadConfig({ METRICS_TOKEN: 'short' })).toThrow(/METRICS_TOKEN must be at least 24/);
+  expect(() => loadConfig({ METRICS_TOKEN: `${'m'.repeat(24)} x` })).toThrow(/METRICS_TOKEN/);
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { startHarness, type Harness } from './support/harness.js';
-import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.js';
+import { TcpProxy } from './support/tcp-proxy.js';
 
 const serverUrl = process.env.DATABASE_URL;
 // The outage is made by a TCP proxy in front of PostgreSQL; the in-memory PGlite fallback has no connection to cut.
@@ -11,11 +11,11 @@ describeWithPostgres('database outage through a proxy the test controls', () => 
   let h: Harness;
   beforeAll(async () => {
     const target = new URL(serverUrl!);
-    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    proxy = await TcpProxy.start({ host: target.hostname, port: Number(target.port || 5432) });
     h = await startHarness({ throughPort: proxy.port, poolTimeoutMs: 1_500, outageLogIntervalMs: 60_000 });
   });
   afterAll(async () => {
-    proxy?.set('forwarding');
+    proxy?.restore();
     await h?.close();
     await proxy?.close();
   });
@@ -32,7 +32,7 @@ describeWithPostgres('database outage through a proxy the test controls', () => 
     const logLinesBefore = h.logs.length;
     const figures: Record<string, number> = {};
 
-    proxy.set('refusing');
+    proxy.cut();
     const [restRead, restReadMs] = await elapsed(() => h.rest('get', '/users', { key: account.key }));
     expect(restRead.status).toBe(503);
     expect(restRead.headers['retry-after']).toBe('1');
@@ -52,7 +52,8 @@ describeWithPostgres('database outage through a proxy the test controls', () => 
     figures.graphqlMs = graphqlMs;
 
     // A network that swallows packets: the pool's acquire timeout (1.5 s here) turns a hang into a 503.
-    proxy.set('black-hole');
+    proxy.cut();
+    proxy.blackhole();
     const [blackHole, blackHoleMs] = await elapsed(() => h.rest('get', '/users', { key: account.key }));
     expect([blackHole.status, blackHole.headers['retry-after']]).toEqual([503, '1']);
     figures.blackHoleMs = blackHoleMs;
@@ -60,7 +61,7 @@ describeWithPostgres('database outage through a proxy the test controls', () => 
     expect(blackHoleGraphql.errors?.[0].extensions?.code).toBe('SERVICE_UNAVAILABLE');
 
     // Many failing requests, few log lines: warn level, throttled, never error level.
-    proxy.set('refusing');
+    proxy.cut();
     for (let i = 0; i < 20; i++) expect((await h.rest('get', '/users', { key: account.key })).status).toBe(503);
     const outageLines = h.logs.slice(logLinesBefore).map((line) => JSON.parse(line) as { level: number; msg: string });
     const warnings = outageLines.filter((line) => line.msg.startsWith('database unavailable'));
@@ -71,7 +72,7 @@ describeWithPostgres('database outage through a proxy the test controls', () => 
     figures.failedRequests = 25;
     figures.warnLines = warnings.length;
 
-    proxy.set('forwarding');
+    proxy.restore();
     const [recovered, recoveredMs] = await elapsed(() => h.rest('get', '/users', { key: account.key }));
     expect(recovered.status).toBe(200);
     figures.firstRequestAfterRecoveryMs = recoveredMs;

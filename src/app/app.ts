@@ -23,6 +23,9 @@ import { buildOpenApiDocument } from '../rest/openapi-document.js';
 import { apiDocsPageRoutes, openApiDocumentRoutes } from '../rest/openapi-routes.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import { throttledWarning, type ThrottledWarning } from '../logging/throttled-log.js';
+import { operationObservabilityPlugin } from '../observability/graphql.js';
+import { graphqlOperationScope, metricsEndpoint, observeRequests } from '../observability/http.js';
+import { rateLimitDecisions, reportRateLimitStore } from '../observability/metrics.js';
 import { corsAllowList } from './cors.js';
 import { createManagedHttpServer, type HttpServerLimits, type StopOutcome } from './http-server.js';
 import { idempotentWrites } from './idempotency.js';
@@ -47,6 +50,8 @@ export interface AppOptions {
   http?: HttpServerLimits;
   /** At most one warn line per this interval while a dependency is away (default 10 s). */
   outageLogIntervalMs?: number;
+  /** Serves `GET /metrics` to `Authorization: Bearer <token>`; unset, there is no metrics endpoint. */
+  metricsToken?: string;
 }
 
 export interface App {
@@ -116,6 +121,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     introspection: settings.introspection,
     landingPage: settings.landingPage,
     limits: { maxDepth: settings.graphqlMaxDepth, maxCost: settings.graphqlMaxCost },
+    plugins: [operationObservabilityPlugin()],
   });
   await apollo.start();
 
@@ -128,6 +134,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     res.set('X-Request-Id', res.locals.requestId);
     next();
   });
+
+  app.use(observeRequests());
+  reportRateLimitStore(() => ({ memory: undefined, up: 1, down: 0 })[options.rateLimiter.storeState()]);
 
   app.use(corsAllowList(settings.corsOrigins));
 
@@ -143,18 +152,22 @@ export async function createApp(options: AppOptions): Promise<App> {
         path,
         status: res.statusCode,
         durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+        traceId: res.locals.traceId,
       }, 'request');
     });
     next();
   });
 
+  if (options.metricsToken) app.get('/metrics', metricsEndpoint(options.metricsToken));
   app.get('/healthz', (_req, res) => sendJson(res, 200, { status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
     // From SIGTERM on, load balancers must stop routing here while in-flight work finishes.
     if (managedServer.draining) return sendJson(res, 503, { status: 'draining', database: database.kind });
     try {
       await database.ping();
-      sendJson(res, 200, { status: 'ok', database: database.kind });
+      // Redis down is degraded, not unready: limits then hold per instance (see createRateLimiter).
+      const redis = options.rateLimiter.storeState();
+      sendJson(res, 200, { status: redis === 'down' ? 'degraded' : 'ok', database: database.kind, ...(redis === 'memory' ? {} : { redis }) });
     } catch (error) {
       logger.warn({ err: error }, 'readiness check failed');
       sendJson(res, 503, { status: 'unavailable', database: database.kind });
@@ -191,6 +204,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       const { authentication } = res.locals.context as Context;
       const key = authentication.status === 'authenticated' ? authentication.principal.rateLimitKey : `address:${req.ip}`;
       const decision = await options.rateLimiter.consume(key);
+      rateLimitDecisions.inc({ decision: decision.allowed ? 'allowed' : 'limited', store: decision.store });
       res.set({ 'ratelimit-limit': String(decision.limit), 'ratelimit-remaining': String(decision.remaining), 'ratelimit-reset': String(decision.resetSeconds) });
       if (decision.allowed) return next();
       res.set('Retry-After', String(decision.resetSeconds));
@@ -206,6 +220,7 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   app.use(
     '/graphql',
+    graphqlOperationScope(),
     express.json({ limit: '1mb' }),
     screenGraphQLRequest,
     idempotentWrites('graphql', idempotency),

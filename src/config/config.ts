@@ -23,6 +23,10 @@ export interface AppConfig {
   secretKey: string | undefined;
   rateLimitPerMinute: number;
   redisUrl: string | undefined;
+  /** How long one Redis command may take before the in-memory insurance limiter answers instead. */
+  redisCommandTimeoutMs: number;
+  /** Bearer token for `GET /metrics`; unset means no metrics endpoint. */
+  metricsToken: string | undefined;
   corsOrigins: string[];
   introspection: boolean;
   landingPage: boolean;
@@ -136,6 +140,9 @@ export function loadConfig(env: Env = process.env): AppConfig {
   if (secretKey !== undefined && secretKey.length < 32) problems.push('SECRET_KEY must be at least 32 characters');
   if (production && secretKey === undefined) problems.push('SECRET_KEY is required when NODE_ENV=production');
 
+  const metricsToken = read('METRICS_TOKEN');
+  if (metricsToken !== undefined && !/^[\x21-\x7e]{24,}$/.test(metricsToken)) problems.push('METRICS_TOKEN must be at least 24 printable characters without spaces');
+
   const corsOrigins = (read('CORS_ORIGINS') ?? '').split(',').map((origin) => origin.trim()).filter(Boolean);
   for (const origin of corsOrigins) {
     try {
@@ -160,6 +167,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     secretKey,
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', 960, 1, 1_000_000),
     redisUrl: read('REDIS_URL'),
+    redisCommandTimeoutMs: integer('REDIS_COMMAND_TIMEOUT_MS', 30, 5, 10_000),
+    metricsToken,
     corsOrigins,
     introspection: boolean('GRAPHQL_INTROSPECTION', !production),
     landingPage: boolean('GRAPHQL_LANDING_PAGE', !production),

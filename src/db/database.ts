@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { MikroORM, type Options, type Logger as OrmLogger, type LoggerNamespace } from '@mikro-orm/core';
+import { MikroORM, type Options, type Logger as OrmLogger, type LoggerNamespace, type LogContext } from '@mikro-orm/core';
 import { ReflectMetadataProvider } from '@mikro-orm/decorators/legacy';
 import { Migrator } from '@mikro-orm/migrations';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
@@ -8,7 +8,10 @@ import type { EntityManager } from '@mikro-orm/sql';
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { migrationsList } from './migrations/index.js';
-import { acquireEmbeddedLock } from './embedded-lock.js';
+import { acquireEmbeddedLock, EmbeddedDatabaseBusyError } from './embedded-lock.js';
+import { embeddedSocketClientOptions, embeddedSocketExists, serveEmbeddedSocket } from './embedded-socket.js';
+import { recordSqlSpan } from '../observability/tracing.js';
+import { observePool } from './pool-metrics.js';
 import { DEFAULT_TRANSACTION_POLICY, TransactionRunner, type TransactionObserver } from './transaction.js';
 
 export type { EntityManager };
@@ -37,6 +40,11 @@ export interface DatabaseOptions {
    * in-process without timer interrupts), so it is not applied there.
    */
   statementTimeoutMs?: number;
+  /**
+   * Embedded only. `serve`: the server, which takes the data directory and serves it on a local
+   * socket. `join` (the CLI): takes the data directory if free, else uses the running server's socket.
+   */
+  embeddedAccess?: 'serve' | 'join';
 }
 
 export interface Database {
@@ -50,15 +58,23 @@ export interface Database {
   close(): Promise<void>;
 }
 
-function queryLoggerFactory(onQuery: (sql: string) => void): () => OrmLogger {
-  const isQuery = (namespace: string) => namespace === 'query';
+/**
+ * MikroORM reports every statement here, with placeholders rather than values: tests count them
+ * through `onQuery`, and (when tracing is on) each becomes a span under the current operation.
+ */
+function queryLoggerFactory(onQuery: ((sql: string) => void) | undefined): () => OrmLogger {
+  const isQuery = (namespace: string) => namespace === 'query' && onQuery !== undefined;
   return () => ({
     log: (namespace: LoggerNamespace | string, message: string) => {
-      if (isQuery(namespace)) onQuery(message);
+      if (isQuery(namespace)) onQuery?.(message);
     },
     error: () => {},
     warn: () => {},
-    logQuery: (context: { query: string }) => onQuery(context.query),
+    logQuery: (context: LogContext) => {
+      if (context.query === undefined) return;
+      onQuery?.(context.query);
+      recordSqlSpan(context.query, context.took, context.level === 'error');
+    },
     setDebugMode: () => {},
     isEnabled: (namespace: LoggerNamespace | string) => isQuery(namespace),
   });
@@ -72,7 +88,8 @@ export function baseOrmOptions(entities: Function[], onQuery?: (sql: string) => 
     extensions: [Migrator],
     migrations: { migrationsList, transactional: true, allOrNothing: true, snapshot: false, silent: true },
     allowGlobalContext: false,
-    ...(onQuery ? { debug: ['query'], loggerFactory: queryLoggerFactory(onQuery) } : { debug: false }),
+    debug: onQuery ? ['query'] : false,
+    loggerFactory: queryLoggerFactory(onQuery),
   };
 }
 
@@ -100,6 +117,8 @@ export const DEFAULT_POOL_TIMEOUT_MS = 3_000;
 
 export interface EmbeddedConnection {
   options: Partial<Options>;
+  /** Set when this process uses the running server's socket instead of opening the files. */
+  joined?: { dataDir: string; pid: number };
   close(): Promise<void>;
 }
 
@@ -107,13 +126,23 @@ export interface EmbeddedConnection {
  * PGlite with pg_trgm, persisted under `dataDir` (in memory without one). Takes the data
  * directory's single-process lock first, so a second process fails fast instead of sharing files.
  */
-export async function openEmbedded(dataDir: string | undefined): Promise<EmbeddedConnection> {
-  const releaseLock = dataDir ? acquireEmbeddedLock(dataDir) : () => {};
+export async function openEmbedded(dataDir: string | undefined, access?: DatabaseOptions['embeddedAccess']): Promise<EmbeddedConnection> {
+  let releaseLock: () => void = () => {};
+  if (dataDir) {
+    try {
+      releaseLock = acquireEmbeddedLock(dataDir);
+    } catch (error) {
+      if (access === 'join' && error instanceof EmbeddedDatabaseBusyError) return joinRunningServer(dataDir, error);
+      throw error;
+    }
+  }
   try {
     const pglite = await PGlite.create({ dataDir: dataDir ? path.join(dataDir, 'pgdata') : undefined, extensions: { pg_trgm } });
+    const socket = dataDir && access === 'serve' ? await serveEmbeddedSocket(pglite, dataDir) : undefined;
     return {
       options: { driver: PgliteDriver, dbName: 'embedded', driverOptions: { pglite: () => pglite } },
       async close() {
+        await socket?.close();
         await pglite.close();
         releaseLock();
       },
@@ -124,6 +153,13 @@ export async function openEmbedded(dataDir: string | undefined): Promise<Embedde
   }
 }
 
+/** The data directory is the running server's: reach its database through the socket it serves there. */
+function joinRunningServer(dataDir: string, busy: EmbeddedDatabaseBusyError): EmbeddedConnection {
+  if (!embeddedSocketExists(dataDir)) throw busy;
+  // One connection: this process's statements run one after another, and the server's socket serves every local client.
+  return { options: { driver: PostgreSqlDriver, ...embeddedSocketClientOptions(dataDir), pool: { min: 0, max: 1 } }, joined: { dataDir, pid: busy.pid }, close: async () => {} };
+}
+
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const base = baseOrmOptions(options.entities, options.onQuery);
   let orm: MikroORM;
@@ -131,15 +167,17 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   if (options.databaseUrl) {
     orm = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, options.poolMax, options.replicaUrls, options.poolTimeoutMs, options.statementTimeoutMs) } as Options);
   } else {
-    embedded = await openEmbedded(options.dataDir);
+    embedded = await openEmbedded(options.dataDir, options.embeddedAccess);
     try {
       orm = await MikroORM.init({ ...base, ...embedded.options } as Options);
     } catch (error) {
       await embedded.close().catch(() => {});
+      if (embedded.joined) throw new EmbeddedDatabaseBusyError(embedded.joined.dataDir, embedded.joined.pid, `and its socket in socket/ did not answer (${(error as Error).message})`);
       throw error;
     }
   }
   const kind: Database['kind'] = embedded ? 'embedded' : 'postgresql';
+  if (!embedded) await observePool(orm, options.poolMax ?? 10);
 
   const em = () => orm.em.fork() as EntityManager;
   const transactions = new TransactionRunner(

@@ -2,11 +2,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 export class EmbeddedDatabaseBusyError extends Error {
-  constructor(dataDir: string, pid: number) {
+  constructor(
+    readonly dataDir: string,
+    readonly pid: number,
+    why = 'and serves it to no other process (a second server cannot share it; the CLI uses the running server\'s socket in socket/, absent here)',
+  ) {
     super(
-      `The embedded database in ${dataDir} is in use by another process (pid ${pid}).\n` +
-        'PGlite serves one process at a time. Either stop that process (the server) and run this again,\n' +
-        'or point both at a PostgreSQL server with DATABASE_URL=postgres://...',
+      `The embedded database in ${dataDir} is in use by another process (pid ${pid}), ${why}.\n` +
+        'Either stop that process and run this again, or point both at a PostgreSQL server with DATABASE_URL=postgres://...',
     );
     this.name = 'EmbeddedDatabaseBusyError';
   }

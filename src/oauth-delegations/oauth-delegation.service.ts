@@ -8,6 +8,7 @@ import { digestSecret, newSecretToken } from '../auth/secrets.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
+import { delegationsRevoked } from '../observability/metrics.js';
 import type { DeletedUser } from '../users/user-lifecycle.js';
 import { lockLiveUser } from '../users/user-locks.js';
 import {
@@ -107,13 +108,15 @@ async function revokeIssued(
 ): Promise<number> {
   const where: FilterQuery<OAuthDelegation> = { account: scope.accountId, userId: scope.userId, status: 'issued' };
   if (scope.types) where.delegationType = { $in: [...scope.types] };
-  return em.nativeUpdate(OAuthDelegation, where, {
+  const revoked = await em.nativeUpdate(OAuthDelegation, where, {
     status: 'revoked',
     revokedAt: by.at,
     revokedByKind: by.principal.kind,
     revokedByCredentialId: by.principal.credentialId,
     revocationReason: by.reason,
   });
+  if (revoked) delegationsRevoked.inc({ reason: by.reason }, revoked);
+  return revoked;
 }
 
 /** Domain logic of OAuth delegations for one caller; knows nothing of HTTP or GraphQL. */

@@ -22,6 +22,7 @@ export function sendJson(res: Response, status: number, body: unknown, headers: 
 
 export function sendError(res: Response, kind: ErrorKind, message: string, details: string[]): void {
   const { status, body } = errorEnvelope(kind, message, details);
+  res.locals.errorCode = body.error.code;
   // A 503 always says when to come back, so clients and load balancers retry instead of failing.
   sendJson(res, status, body, kind === 'unavailable' ? { 'Retry-After': '1' } : {});
 }

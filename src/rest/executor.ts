@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from 'express';
-import { execute, parse, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { execute, getOperationAST, parse, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Logger } from '../logging/logger.js';
 import type { ThrottledWarning } from '../logging/throttled-log.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
@@ -7,6 +7,8 @@ import { classifyError } from '../graphql/errors.js';
 import { DomainError, InvalidInputError } from '../errors/domain-errors.js';
 import { assertOperationInputsAcceptable } from '../graphql/input-bounds.js';
 import { unstorableStrings } from './params.js';
+import { observeRestOperation } from '../observability/graphql.js';
+import { reserveOperationName } from '../observability/metrics.js';
 import { sendError, sendJson } from './envelopes.js';
 import type { RestRequest, RestRoute } from './route.js';
 import { validateDescribedInput } from './description.js';
@@ -14,6 +16,7 @@ import { validateDescribedInput } from './description.js';
 interface PreparedRoute {
   route: RestRoute;
   document: DocumentNode;
+  operation: { type: string; name: string | undefined };
 }
 
 /** Parses and validates every route's document once, at start: a broken row stops the server from starting. */
@@ -23,7 +26,9 @@ export function prepareRoutes(schema: GraphQLSchema, routes: readonly RestRoute[
     const document = parse(route.operation.source);
     const errors = validate(schema, document);
     if (errors.length) throw new Error(`REST route ${where} has an invalid GraphQL document: ${errors.map((e) => e.message).join('; ')}`);
-    return { route, document };
+    const definition = getOperationAST(document);
+    reserveOperationName(definition?.name?.value);
+    return { route, document, operation: { type: definition?.operation ?? 'unknown', name: definition?.name?.value } };
   });
 }
 
@@ -34,7 +39,7 @@ export function prepareRoutes(schema: GraphQLSchema, routes: readonly RestRoute[
  */
 export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSchema, logger: Logger, outages?: ThrottledWarning): Router {
   const router = Router();
-  for (const { route, document } of prepared) {
+  for (const { route, document, operation } of prepared) {
     router[route.method](route.path, async (req: Request, res: Response) => {
       const context = res.locals.context as Context;
       const deprecation = route.successor ? deprecationHeaders(route.successor, context) : {};
@@ -60,7 +65,7 @@ export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSc
         const variableValues = route.variables(request);
         // The same bounds as on /graphql, on the variables the row made, before any SQL runs.
         assertOperationInputsAcceptable(schema, document, undefined, variableValues);
-        const result = await execute({ schema, document, contextValue: context, variableValues });
+        const result = await observeRestOperation(operation.type, operation.name, () => execute({ schema, document, contextValue: context, variableValues }));
         if (result.errors?.length) {
           // A domain error says the most; otherwise the first error stands for the request.
           const chosen = result.errors.find((error) => error.originalError instanceof DomainError) ?? result.errors[0];

@@ -84,6 +84,8 @@ export interface HarnessOptions extends TestDatabaseOptions {
   poolTimeoutMs?: TestDatabaseOptions['poolTimeoutMs'];
   http?: HttpServerLimits;
   outageLogIntervalMs?: number;
+  /** Serves `GET /metrics` to this bearer token. */
+  metricsToken?: string;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -105,6 +107,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     rateLimiter,
     http: options.http,
     outageLogIntervalMs: options.outageLogIntervalMs,
+    metricsToken: options.metricsToken,
   });
   const agent = supertest(server.app);
   const served = options.settings?.openapiDocument === false ? server.openApiDocument : (await agent.get('/openapi.json').expect(200)).body;

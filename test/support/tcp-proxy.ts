@@ -1,46 +1,80 @@
 import net from 'node:net';
 
-export type ProxyState = 'forwarding' | 'refusing' | 'black-hole';
+/**
+ * A TCP proxy the test controls, standing between the app and a shared service (Redis,
+ * PostgreSQL) so an outage can be simulated without touching the service itself.
+ *
+ * - `blackhole()`: connections stay open but nothing passes (a network partition); bytes are
+ *   held and delivered on `restore()`, as TCP retransmission would.
+ * - `cut()`: every connection is reset and new ones are refused (the service is down).
+ */
+export class TcpProxy {
+  private server = net.createServer((client) => this.accept(client));
+  private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  private mode: 'open' | 'blackhole' | 'cut' = 'open';
 
-export interface TcpProxy {
-  port: number;
-  /**
-   * `refusing`: open connections are cut and new ones closed at once (a database that went away);
-   * `black-hole`: new connections are accepted and never answered (a network that drops packets).
-   */
-  set(state: ProxyState): void;
-  close(): Promise<void>;
-}
+  private constructor(private readonly target: { host: string; port: number }) {}
 
-/** A TCP proxy on a free local port in front of `target`, so a test can cut a dependency without touching it. */
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
-  let state: ProxyState = 'forwarding';
-  const open = new Set<net.Socket>();
-  const track = (socket: net.Socket) => {
-    open.add(socket);
-    socket.once('close', () => open.delete(socket));
-    socket.on('error', () => {});
-  };
-  const server = net.createServer((client) => {
-    track(client);
-    if (state === 'refusing') return void client.destroy();
-    if (state === 'black-hole') return;
-    const upstream = net.connect(target);
-    track(upstream);
-    client.pipe(upstream).pipe(client);
-    client.once('close', () => upstream.destroy());
-    upstream.once('close', () => client.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    set(next) {
-      state = next;
-      if (next !== 'forwarding') for (const socket of open) socket.destroy();
-    },
-    async close() {
-      for (const socket of open) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  static async start(target: { host: string; port: number }): Promise<TcpProxy> {
+    const proxy = new TcpProxy(target);
+    await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
+    return proxy;
+  }
+
+  get port(): number {
+    return (this.server.address() as net.AddressInfo).port;
+  }
+
+  blackhole(): void {
+    this.mode = 'blackhole';
+    for (const { client, upstream } of this.pairs) {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+    }
+  }
+
+  cut(): void {
+    this.mode = 'cut';
+    for (const { client, upstream } of this.pairs) {
+      client.resetAndDestroy();
+      upstream.destroy();
+    }
+    this.pairs.clear();
+  }
+
+  restore(): void {
+    if (this.mode === 'blackhole') {
+      for (const { client, upstream } of this.pairs) {
+        client.pipe(upstream);
+        upstream.pipe(client);
+      }
+    }
+    this.mode = 'open';
+  }
+
+  async close(): Promise<void> {
+    this.cut();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: net.Socket): void {
+    if (this.mode === 'cut') {
+      client.resetAndDestroy();
+      return;
+    }
+    const upstream = net.connect(this.target);
+    const pair = { client, upstream };
+    this.pairs.add(pair);
+    if (this.mode === 'open') {
+      client.pipe(upstream);
+      upstream.pipe(client);
+    }
+    const drop = () => {
+      this.pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+  }
 }
