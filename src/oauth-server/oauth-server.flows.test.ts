@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import * as client from 'openid-client';
+import { bootstrapAccount } from '../accounts/bootstrap.js';
+import { Account } from '../accounts/account.entity.js';
+import type { Database } from '../db/database.js';
+import { User } from '../users/user.entity.js';
+import { openTestDatabase } from '../../test/support/database.js';
+import { discover, givePassword, registerApp, signIn, startInstances, type Instance } from '../../test/support/oauth-server.js';
+
+let database: Database;
+let instances: Instance[];
+let serverSecret: Buffer;
+let stop: () => Promise<void>;
+const logs: string[] = [];
+
+beforeAll(async () => {
+  database = await openTestDatabase();
+  const started = await startInstances(database, 2, logs);
+  ({ instances, serverSecret, stop } = started);
+});
+afterAll(async () => {
+  await stop();
+  await database.close();
+});
+
+const PASSWORD = 'correct horse battery staple';
+const MOBILE_REDIRECT = 'http://127.0.0.1/mobile/callback';
+const WEB_REDIRECT = 'https://web.example.com/callback';
+
+interface Member {
+  accountId: string;
+  ownerKey: string;
+  userId: string;
+  email: string;
+}
+
+async function member(role: 'user' | 'admin' = 'user'): Promise<Member> {
+  const suffix = randomUUID().slice(0, 8);
+  const booted = await bootstrapAccount(database.em(), { accountName: `Account ${suffix}`, ownerEmail: `owner-${suffix}@example.com` });
+  const em = database.em();
+  const user = em.create(User, { account: em.getReference(Account, booted.account.id), name: `User ${suffix}`, email: `user-${suffix}@example.com`, timeZone: 'Etc/UTC', color: 'green', role });
+  await em.persist(user).flush();
+  await givePassword(database, user.id, PASSWORD);
+  return { accountId: booted.account.id, ownerKey: booted.apiKey, userId: user.id, email: user.email };
+}
+
+async function api(instance: Instance, method: string, path: string, authorization: string, body?: unknown) {
+  const response = await fetch(`${instance.url}${path}`, {
+    method,
+    headers: { Accept: 'application/vnd.pagerduty+json;version=2', Authorization: authorization, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+async function mobileApp(accountId: string) {
+  const { app } = await registerApp(database, serverSecret, { accountId, kind: 'mobile', redirectUris: [MOBILE_REDIRECT], name: 'Mobile' });
+  return { clientId: app.clientId, config: await discover(instances[0]!.url, app.clientId, client.None()) };
+}
+
+async function webApp(accountId: string) {
+  const { app, clientSecret } = await registerApp(database, serverSecret, { accountId, kind: 'web', redirectUris: [WEB_REDIRECT], name: 'Web' });
+  return { clientId: app.clientId, clientSecret: clientSecret!, config: await discover(instances[0]!.url, app.clientId, client.ClientSecretBasic(clientSecret!)) };
+}
+
+describe('discovery', () => {
+  test('both well-known documents describe the server: code + PKCE S256, refresh, client credentials, revocation, introspection, JWKS', async () => {
+    for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
+      const response = await fetch(`${instances[0]!.url}${path}`);
+      expect(response.status).toBe(200);
+      const metadata = await response.json() as Record<string, unknown>;
+      expect(metadata.issuer).toBe(instances[0]!.url);
+      expect(metadata.authorization_endpoint).toBe(`${instances[0]!.url}/oauth/authorize`);
+      expect(metadata.token_endpoint).toBe(`${instances[0]!.url}/oauth/token`);
+      expect(metadata.revocation_endpoint).toBe(`${instances[0]!.url}/oauth/revoke`);
+      expect(metadata.introspection_endpoint).toBe(`${instances[0]!.url}/oauth/introspect`);
+      expect(metadata.jwks_uri).toBe(`${instances[0]!.url}/oauth/jwks`);
+      expect(metadata.code_challenge_methods_supported).toEqual(['S256']);
+      expect(metadata.grant_types_supported).toEqual(expect.arrayContaining(['authorization_code', 'refresh_token', 'client_credentials']));
+    }
+    const jwks = await (await fetch(`${instances[0]!.url}/oauth/jwks`)).json() as { keys: Array<Record<string, unknown>> };
+    expect(jwks.keys.length).toBeGreaterThanOrEqual(1);
+    expect(jwks.keys[0]).toMatchObject({ kty: 'RSA', use: 'sig' });
+    expect(jwks.keys[0]).not.toHaveProperty('d');
+  });
+});
+
+describe('mobile sign-in (authorization code + PKCE, public client)', () => {
+  test('the HTML form signs the user in; the token is that user on REST and GraphQL; revocation refuses it at once', async () => {
+    const m = await member();
+    const mobile = await mobileApp(m.accountId);
+    const web = await webApp(m.accountId);
+    const setCookies: string[] = [];
+    const pages: string[] = [];
+    const { tokens } = await signIn({ config: mobile.config, baseUrl: instances[0]!.url, redirectUri: MOBILE_REDIRECT, scope: 'openid users.read oauth_delegations.read', email: m.email, password: PASSWORD, setCookies, pages });
+    expect(pages).toHaveLength(1);
+    expect(pages[0]).toContain('name="email"');
+    expect(tokens.token_type.toLowerCase()).toBe('bearer');
+    expect(tokens.refresh_token).toBeDefined();
+    // The access token is for the API: its scopes are the API's; openid went into the ID token.
+    expect(tokens.scope?.split(' ').sort()).toEqual(['oauth_delegations.read', 'users.read']);
+    expect(tokens.claims()?.sub).toBe(m.userId);
+    for (const cookie of setCookies) {
+      expect(cookie).toMatch(/httponly/i);
+      expect(cookie).toMatch(/samesite=lax/i);
+    }
+
+    const me = await api(instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`);
+    expect(me.status).toBe(200);
+    expect(me.body.user.id).toBe(m.userId);
+    const graphql = await fetch(`${instances[1]!.url}/graphql`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokens.access_token}` }, body: JSON.stringify({ query: '{ viewer { id } }' }) });
+    expect((await graphql.json() as { data: { viewer: { id: string } } }).data.viewer.id).toBe(m.userId);
+
+    // The listing shows the flow-made delegation.
+    const listed = await api(instances[0]!, 'GET', `/users/${m.userId}/oauth_delegations`, `Bearer ${tokens.access_token}`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.oauth_delegations).toHaveLength(1);
+    expect(listed.body.oauth_delegations[0]).toMatchObject({ delegation_type: 'mobile', client_id: mobile.clientId, status: 'issued' });
+    expect(listed.body.oauth_delegations[0].scope.split(' ').sort()).toEqual(['oauth_delegations.read', 'openid', 'users.read']);
+
+    // The same user's web session.
+    const webSession = await signIn({ config: web.config, baseUrl: instances[0]!.url, redirectUri: WEB_REDIRECT, scope: 'openid users.read', email: m.email, password: PASSWORD });
+
+    const revoked = await api(instances[1]!, 'DELETE', `/oauth_delegations?user_id=${m.userId}&type=mobile`, `Token token=${m.ownerKey}`);
+    expect(revoked).toEqual({ status: 200, body: { status: 'ok' } });
+
+    for (const instance of instances) {
+      expect((await api(instance, 'GET', '/users/me', `Bearer ${tokens.access_token}`)).status).toBe(401);
+      expect((await api(instance, 'GET', '/users/me', `Bearer ${webSession.tokens.access_token}`)).status).toBe(200);
+    }
+    await expect(client.refreshTokenGrant(mobile.config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+    const webRefreshed = await client.refreshTokenGrant(web.config, webSession.tokens.refresh_token!);
+    expect((await api(instances[1]!, 'GET', '/users/me', `Bearer ${webRefreshed.access_token}`)).status).toBe(200);
+  });
+});
