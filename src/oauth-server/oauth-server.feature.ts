@@ -4,6 +4,7 @@ import type { Feature, HttpRouteDeps } from '../app/feature.js';
 import { interactionRoutes } from './interactions.js';
 import { OAuthApp } from './oauth-app.entity.js';
 import { flowTokenCredentials } from './oauth-token.credentials.js';
+import { OAuthServerResolver } from './oauth-server.resolver.js';
 import { INTERACTION_PATH, OAUTH_PREFIX, createProvider } from './provider.js';
 
 const DISCOVERY_PATHS = new Set(['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']);
@@ -41,7 +42,7 @@ function mountAuthorizationServer(router: Router, deps: HttpRouteDeps): void {
 export const oauthServerFeature: Feature = {
   name: 'oauth-server',
   entities: [OAuthApp],
-  resolvers: [],
+  resolvers: [OAuthServerResolver],
   routes: [],
   credentialResolvers: [flowTokenCredentials],
   httpRoutes: mountAuthorizationServer,

@@ -6,7 +6,7 @@ import { Account } from '../accounts/account.entity.js';
 import type { Database } from '../db/database.js';
 import { User } from '../users/user.entity.js';
 import { openTestDatabase } from '../../test/support/database.js';
-import { discover, givePassword, registerApp, signIn, startInstances, type Instance } from '../../test/support/oauth-server.js';
+import { CookieJar, browse, discover, formOf, givePassword, registerApp, signIn, startInstances, type Instance } from '../../test/support/oauth-server.js';
 
 let database: Database;
 let instances: Instance[];
@@ -133,5 +133,83 @@ describe('mobile sign-in (authorization code + PKCE, public client)', () => {
     await expect(client.refreshTokenGrant(mobile.config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
     const webRefreshed = await client.refreshTokenGrant(web.config, webSession.tokens.refresh_token!);
     expect((await api(instances[1]!, 'GET', '/users/me', `Bearer ${webRefreshed.access_token}`)).status).toBe(200);
+  });
+});
+
+describe('refresh tokens', () => {
+  test('rotate on every use; a reused refresh token revokes the whole grant (its delegation too)', async () => {
+    const m = await member();
+    const mobile = await mobileApp(m.accountId);
+    const { tokens } = await signIn({ config: mobile.config, baseUrl: instances[0]!.url, redirectUri: MOBILE_REDIRECT, scope: 'users.read', email: m.email, password: PASSWORD });
+    const first = await client.refreshTokenGrant(mobile.config, tokens.refresh_token!);
+    expect(first.refresh_token).toBeDefined();
+    expect(first.refresh_token).not.toBe(tokens.refresh_token);
+    expect((await api(instances[0]!, 'GET', '/users/me', `Bearer ${first.access_token}`)).status).toBe(200);
+
+    // The old refresh token again: refused, and everything of the grant with it.
+    await expect(client.refreshTokenGrant(mobile.config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+    await expect(client.refreshTokenGrant(mobile.config, first.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+    expect((await api(instances[1]!, 'GET', '/users/me', `Bearer ${first.access_token}`)).status).toBe(401);
+    const listed = await api(instances[0]!, 'GET', `/users/${m.userId}/oauth_delegations`, `Token token=${m.ownerKey}`);
+    expect(listed.body.oauth_delegations.map((delegation: { status: string }) => delegation.status)).toEqual(['revoked']);
+  });
+});
+
+describe('refused authorization requests', () => {
+  async function authorize(config: client.Configuration, parameters: Record<string, string>) {
+    const response = await fetch(client.buildAuthorizationUrl(config, parameters), { redirect: 'manual' });
+    return { status: response.status, location: response.headers.get('location'), body: await response.text() };
+  }
+
+  test('no PKCE, or the plain method: refused back to the app with invalid_request', async () => {
+    const m = await member();
+    const mobile = await mobileApp(m.accountId);
+    const missing = await authorize(mobile.config, { redirect_uri: MOBILE_REDIRECT, scope: 'users.read', state: 's1' });
+    expect(missing.status).toBe(303);
+    expect(new URL(missing.location!).searchParams.get('error')).toBe('invalid_request');
+    const plain = await authorize(mobile.config, { redirect_uri: MOBILE_REDIRECT, scope: 'users.read', state: 's2', code_challenge: 'a'.repeat(43), code_challenge_method: 'plain' });
+    expect(new URL(plain.location!).searchParams.get('error')).toBe('invalid_request');
+  });
+
+  test('a redirect URI that is not registered: an error page, never a redirect', async () => {
+    const m = await member();
+    const mobile = await mobileApp(m.accountId);
+    const refused = await authorize(mobile.config, { redirect_uri: 'https://evil.example.com/callback', scope: 'users.read', code_challenge: 'a'.repeat(43), code_challenge_method: 'S256' });
+    expect(refused.status).toBe(400);
+    expect(refused.location).toBeNull();
+    expect(refused.body).toContain('redirect_uri');
+  });
+
+  /** Signs in through the form, stops at the callback, optionally tampers with storage, then redeems the code as told. */
+  async function codeThen(m: Member, config: client.Configuration, beforeRedeem: () => Promise<void>, verifierToSend: (real: string) => string | undefined) {
+    const jar = new CookieJar();
+    const verifier = client.randomPKCECodeVerifier();
+    const state = client.randomState();
+    const url = client.buildAuthorizationUrl(config, { redirect_uri: MOBILE_REDIRECT, scope: 'users.read', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state });
+    const page = await browse(jar, url, MOBILE_REDIRECT);
+    if (page.kind !== 'page') throw new Error('expected the sign-in page');
+    const form = formOf(page.html);
+    const done = await browse(jar, new URL(form.action, instances[0]!.url), MOBILE_REDIRECT, { method: 'POST', form: { csrf: form.csrf, email: m.email, password: PASSWORD } });
+    if (done.kind !== 'callback') throw new Error('expected the callback');
+    await beforeRedeem();
+    return client.authorizationCodeGrant(config, done.url, { pkceCodeVerifier: verifierToSend(verifier), expectedState: state });
+  }
+
+  test('a wrong or missing code verifier is refused (invalid_grant); the right one works', async () => {
+    const m = await member();
+    const mobile = await mobileApp(m.accountId);
+    const nothing = async () => {};
+    await expect(codeThen(m, mobile.config, nothing, () => client.randomPKCECodeVerifier())).rejects.toMatchObject({ error: 'invalid_grant' });
+    await expect(codeThen(m, mobile.config, nothing, () => undefined)).rejects.toMatchObject({ error: 'invalid_grant' });
+    await expect(codeThen(m, mobile.config, nothing, (real) => real)).resolves.toHaveProperty('access_token');
+  });
+
+  test('an expired code is refused (invalid_grant), even with the right verifier', async () => {
+    const m = await member();
+    const mobile = await mobileApp(m.accountId);
+    const expireCodes = async () => {
+      await database.em().execute("update oauth_server_records set expires_at = now() - interval '1 second' where model = 'AuthorizationCode'");
+    };
+    await expect(codeThen(m, mobile.config, expireCodes, (real) => real)).rejects.toMatchObject({ error: 'invalid_grant' });
   });
 });

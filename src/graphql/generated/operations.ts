@@ -23,6 +23,12 @@ export type Scalars = {
   URL: { input: string; output: string; }
 };
 
+/** The current password proves it is the user; the new one replaces it. */
+export type ChangeMyPasswordInput = {
+  currentPassword: Scalars['String']['input'];
+  newPassword: Scalars['String']['input'];
+};
+
 /** Subscribes a user to 1 to 100 distinct entities, in one transaction. */
 export type CreateNotificationSubscriptionsInput = {
   /** 1 to 100 entities, none twice. */
@@ -80,6 +86,13 @@ export type NotificationSubscriptionResult =
   | 'SUCCESS'
   /** The entity is not one of the caller's account (unknown to its registry); nothing changed. */
   | 'UNAUTHORIZED';
+
+/** MOBILE: public client (PKCE, no secret). WEB: first-party confidential client. THIRD_PARTY: confidential, users consent. INTEGRATION: acts for the account (client credentials). */
+export type OAuthAppKind =
+  | 'INTEGRATION'
+  | 'MOBILE'
+  | 'THIRD_PARTY'
+  | 'WEB';
 
 /** An issued delegation's token works until it expires; a revoked one's never again. */
 export type OAuthDelegationStatus =
