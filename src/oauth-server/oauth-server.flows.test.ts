@@ -1,12 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { randomUUID } from 'node:crypto';
 import * as client from 'openid-client';
-import { bootstrapAccount } from '../accounts/bootstrap.js';
-import { Account } from '../accounts/account.entity.js';
 import type { Database } from '../db/database.js';
-import { User } from '../users/user.entity.js';
 import { openTestDatabase } from '../../test/support/database.js';
-import { CookieJar, browse, discover, formOf, givePassword, registerApp, signIn, startInstances, type Instance } from '../../test/support/oauth-server.js';
+import { CookieJar, PASSWORD, api, browse, discover, formOf, newMember, registerApp, signIn, startInstances, type Instance, type Member } from '../../test/support/oauth-server.js';
 
 let database: Database;
 let instances: Instance[];
@@ -24,36 +20,9 @@ afterAll(async () => {
   await database.close();
 });
 
-const PASSWORD = 'correct horse battery staple';
 const MOBILE_REDIRECT = 'http://127.0.0.1/mobile/callback';
 const WEB_REDIRECT = 'https://web.example.com/callback';
-
-interface Member {
-  accountId: string;
-  ownerKey: string;
-  userId: string;
-  email: string;
-}
-
-async function member(role: 'user' | 'admin' = 'user'): Promise<Member> {
-  const suffix = randomUUID().slice(0, 8);
-  const booted = await bootstrapAccount(database.em(), { accountName: `Account ${suffix}`, ownerEmail: `owner-${suffix}@example.com` });
-  const em = database.em();
-  const user = em.create(User, { account: em.getReference(Account, booted.account.id), name: `User ${suffix}`, email: `user-${suffix}@example.com`, timeZone: 'Etc/UTC', color: 'green', role });
-  await em.persist(user).flush();
-  await givePassword(database, user.id, PASSWORD);
-  return { accountId: booted.account.id, ownerKey: booted.apiKey, userId: user.id, email: user.email };
-}
-
-async function api(instance: Instance, method: string, path: string, authorization: string, body?: unknown) {
-  const response = await fetch(`${instance.url}${path}`, {
-    method,
-    headers: { Accept: 'application/vnd.pagerduty+json;version=2', Authorization: authorization, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
+const member = (role?: 'user' | 'admin') => newMember(database, role);
 
 async function mobileApp(accountId: string) {
   const { app } = await registerApp(database, serverSecret, { accountId, kind: 'mobile', redirectUris: [MOBILE_REDIRECT], name: 'Mobile' });

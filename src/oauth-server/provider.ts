@@ -94,10 +94,14 @@ export async function createProvider(options: { database: Database; serverSecret
         enabled: true,
         defaultResource: () => apiResource,
         useGrantedResource: () => true,
-        async getResourceServerInfo(_ctx, resourceIndicator, client) {
+        async getResourceServerInfo(ctx, resourceIndicator, client) {
           if (resourceIndicator !== apiResource) throw new errors.InvalidTarget();
           const app = await findApp(database.em(), client.clientId);
           const allowed = new Set(app?.scope.split(' ') ?? []);
+          // Asking for an API scope the app was not registered with is an error, not a silent narrowing.
+          const requested = String(ctx.oidc.params?.scope ?? '').split(' ');
+          const refused = SCOPES.filter((scope) => requested.includes(scope) && !allowed.has(scope));
+          if (refused.length) throw new errors.InvalidScope('the app is not registered for this scope', refused.join(' '));
           return {
             scope: SCOPES.filter((scope) => allowed.has(scope)).join(' '),
             audience: apiResource,

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import * as client from 'openid-client';
 import { createApp, type App } from '../../src/app/app.js';
@@ -12,6 +12,9 @@ import { AppsService } from '../../src/oauth-server/apps.service.js';
 import { setPassword } from '../../src/oauth-server/passwords.js';
 import { sealersFor } from '../../src/oauth-server/provider.js';
 import { TEST_SETTINGS } from './harness.js';
+import { bootstrapAccount } from '../../src/accounts/bootstrap.js';
+import { Account } from '../../src/accounts/account.entity.js';
+import { User } from '../../src/users/user.entity.js';
 
 /** One server instance listening on an ephemeral port, so a real OAuth client can talk HTTP to it. */
 export interface Instance {
@@ -177,4 +180,40 @@ export async function registerApp(database: Database, serverSecret: Buffer, opti
 
 export async function givePassword(database: Database, userId: string, password: string): Promise<void> {
   await setPassword(database.em(), userId, password);
+}
+
+export const PASSWORD = 'correct horse battery staple';
+
+export interface Member {
+  accountId: string;
+  ownerKey: string;
+  userId: string;
+  email: string;
+}
+
+/** A fresh account (with its owner's full-access key) and one member who has a password. */
+export async function newMember(database: Database, role: 'user' | 'admin' = 'user'): Promise<Member> {
+  const suffix = randomUUID().slice(0, 8);
+  const booted = await bootstrapAccount(database.em(), { accountName: `Account ${suffix}`, ownerEmail: `owner-${suffix}@example.com` });
+  const em = database.em();
+  const user = em.create(User, { account: em.getReference(Account, booted.account.id), name: `User ${suffix}`, email: `user-${suffix}@example.com`, timeZone: 'Etc/UTC', color: 'green', role });
+  await em.persist(user).flush();
+  await givePassword(database, user.id, PASSWORD);
+  return { accountId: booted.account.id, ownerKey: booted.apiKey, userId: user.id, email: user.email };
+}
+
+/** A v2 REST call over HTTP. */
+export async function api(instance: { url: string }, method: string, path: string, authorization: string, body?: unknown) {
+  const response = await fetch(`${instance.url}${path}`, {
+    method,
+    headers: { Accept: 'application/vnd.pagerduty+json;version=2', Authorization: authorization, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+export async function graphqlCall(instance: { url: string }, authorization: string, query: string, variables?: Record<string, unknown>) {
+  const response = await fetch(`${instance.url}/graphql`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: authorization }, body: JSON.stringify({ query, variables }) });
+  return { status: response.status, ...(await response.json() as { data?: any; errors?: any[] }) };
 }
