@@ -83,14 +83,14 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   app.use(corsAllowList(settings.corsOrigins));
 
-  // One line per request: no query string, and the calendar key inside feed URLs is redacted.
+  // One line per request: no query string; the calendar key inside feed URLs and sign-in interaction ids are redacted.
   app.use((req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       logger.info({
         requestId: res.locals.requestId,
         method: req.method,
-        path: req.path.replace(/^\/private\/[^/]+/, '/private/[redacted]'),
+        path: req.path.replace(/^\/private\/[^/]+/, '/private/[redacted]').replace(/^\/oauth\/(interaction|authorize)\/[^/]+/, '/oauth/$1/[redacted]'),
         status: res.statusCode,
         durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
       }, 'request');

@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/sql';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { digestSecret } from '../auth/secrets.js';
 import type { Database } from '../db/database.js';
@@ -46,6 +47,7 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
           expiresAt,
         ],
       );
+      if (Math.random() * PURGE_ONE_WRITE_IN < 1) await purgeExpiredRecords(database.em());
     }
 
     async find(id: string): Promise<AdapterPayload | undefined> {
@@ -95,8 +97,20 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
   };
 }
 
-/** Expired records are useless; removing them keeps the table (and its indexes) small. */
-export async function purgeExpiredRecords(database: Database): Promise<number> {
-  const result = await database.em().execute<{ affectedRows?: number }>('delete from oauth_server_records where expires_at < now()', [], 'run');
+/** About one write in this many also purges a batch of expired rows: no timer, no extra process. */
+const PURGE_ONE_WRITE_IN = 200;
+const PURGE_BATCH = 1000;
+
+/**
+ * Expired records (and sign-in attempt windows long past) are useless; removing them keeps the
+ * tables and their indexes small. Bounded per call, so it never holds locks for long.
+ */
+export async function purgeExpiredRecords(em: EntityManager): Promise<number> {
+  const result = await em.execute<{ affectedRows?: number }>(
+    `delete from oauth_server_records where ctid in (select ctid from oauth_server_records where expires_at < now() limit ${PURGE_BATCH})`,
+    [],
+    'run',
+  );
+  await em.execute(`delete from sign_in_attempts where window_started_at < now() - interval '1 day'`, [], 'run');
   return result.affectedRows ?? 0;
 }

@@ -1,55 +1,39 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
-import type { Database } from '../db/database.js';
-import { openTestDatabase } from '../../test/support/database.js';
-import { CookieJar, PASSWORD, api, browse, discover, formOf, newMember, registerApp, signIn, startInstances, type Instance, type Member } from '../../test/support/oauth-server.js';
+import { CookieJar, PASSWORD, api, browse, discover, formOf, newMember, registerApp, signIn, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
 
-let database: Database;
-let instances: Instance[];
-let serverSecret: Buffer;
-let stop: () => Promise<void>;
-const logs: string[] = [];
-
-beforeAll(async () => {
-  database = await openTestDatabase();
-  const started = await startInstances(database, 2, logs);
-  ({ instances, serverSecret, stop } = started);
-});
-afterAll(async () => {
-  await stop();
-  await database.close();
-});
+const fixture = useOAuthServers();
 
 const MOBILE_REDIRECT = 'http://127.0.0.1/mobile/callback';
 const WEB_REDIRECT = 'https://web.example.com/callback';
-const member = (role?: 'user' | 'admin') => newMember(database, role);
+const member = (role?: 'user' | 'admin') => newMember(fixture.database, role);
 
 async function mobileApp(accountId: string) {
-  const { app } = await registerApp(database, serverSecret, { accountId, kind: 'mobile', redirectUris: [MOBILE_REDIRECT], name: 'Mobile' });
-  return { clientId: app.clientId, config: await discover(instances[0]!.url, app.clientId, client.None()) };
+  const { app } = await registerApp(fixture.database, fixture.serverSecret, { accountId, kind: 'mobile', redirectUris: [MOBILE_REDIRECT], name: 'Mobile' });
+  return { clientId: app.clientId, config: await discover(fixture.instances[0]!.url, app.clientId, client.None()) };
 }
 
 async function webApp(accountId: string) {
-  const { app, clientSecret } = await registerApp(database, serverSecret, { accountId, kind: 'web', redirectUris: [WEB_REDIRECT], name: 'Web' });
-  return { clientId: app.clientId, clientSecret: clientSecret!, config: await discover(instances[0]!.url, app.clientId, client.ClientSecretBasic(clientSecret!)) };
+  const { app, clientSecret } = await registerApp(fixture.database, fixture.serverSecret, { accountId, kind: 'web', redirectUris: [WEB_REDIRECT], name: 'Web' });
+  return { clientId: app.clientId, clientSecret: clientSecret!, config: await discover(fixture.instances[0]!.url, app.clientId, client.ClientSecretBasic(clientSecret!)) };
 }
 
 describe('discovery', () => {
   test('both well-known documents describe the server: code + PKCE S256, refresh, client credentials, revocation, introspection, JWKS', async () => {
     for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
-      const response = await fetch(`${instances[0]!.url}${path}`);
+      const response = await fetch(`${fixture.instances[0]!.url}${path}`);
       expect(response.status).toBe(200);
       const metadata = await response.json() as Record<string, unknown>;
-      expect(metadata.issuer).toBe(instances[0]!.url);
-      expect(metadata.authorization_endpoint).toBe(`${instances[0]!.url}/oauth/authorize`);
-      expect(metadata.token_endpoint).toBe(`${instances[0]!.url}/oauth/token`);
-      expect(metadata.revocation_endpoint).toBe(`${instances[0]!.url}/oauth/revoke`);
-      expect(metadata.introspection_endpoint).toBe(`${instances[0]!.url}/oauth/introspect`);
-      expect(metadata.jwks_uri).toBe(`${instances[0]!.url}/oauth/jwks`);
+      expect(metadata.issuer).toBe(fixture.instances[0]!.url);
+      expect(metadata.authorization_endpoint).toBe(`${fixture.instances[0]!.url}/oauth/authorize`);
+      expect(metadata.token_endpoint).toBe(`${fixture.instances[0]!.url}/oauth/token`);
+      expect(metadata.revocation_endpoint).toBe(`${fixture.instances[0]!.url}/oauth/revoke`);
+      expect(metadata.introspection_endpoint).toBe(`${fixture.instances[0]!.url}/oauth/introspect`);
+      expect(metadata.jwks_uri).toBe(`${fixture.instances[0]!.url}/oauth/jwks`);
       expect(metadata.code_challenge_methods_supported).toEqual(['S256']);
       expect(metadata.grant_types_supported).toEqual(expect.arrayContaining(['authorization_code', 'refresh_token', 'client_credentials']));
     }
-    const jwks = await (await fetch(`${instances[0]!.url}/oauth/jwks`)).json() as { keys: Array<Record<string, unknown>> };
+    const jwks = await (await fetch(`${fixture.instances[0]!.url}/oauth/jwks`)).json() as { keys: Array<Record<string, unknown>> };
     expect(jwks.keys.length).toBeGreaterThanOrEqual(1);
     expect(jwks.keys[0]).toMatchObject({ kty: 'RSA', use: 'sig' });
     expect(jwks.keys[0]).not.toHaveProperty('d');
@@ -63,7 +47,7 @@ describe('mobile sign-in (authorization code + PKCE, public client)', () => {
     const web = await webApp(m.accountId);
     const setCookies: string[] = [];
     const pages: string[] = [];
-    const { tokens } = await signIn({ config: mobile.config, baseUrl: instances[0]!.url, redirectUri: MOBILE_REDIRECT, scope: 'openid users.read oauth_delegations.read', email: m.email, password: PASSWORD, setCookies, pages });
+    const { tokens } = await signIn({ config: mobile.config, baseUrl: fixture.instances[0]!.url, redirectUri: MOBILE_REDIRECT, scope: 'openid users.read oauth_delegations.read', email: m.email, password: PASSWORD, setCookies, pages });
     expect(pages).toHaveLength(1);
     expect(pages[0]).toContain('name="email"');
     expect(tokens.token_type.toLowerCase()).toBe('bearer');
@@ -76,32 +60,32 @@ describe('mobile sign-in (authorization code + PKCE, public client)', () => {
       expect(cookie).toMatch(/samesite=lax/i);
     }
 
-    const me = await api(instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`);
+    const me = await api(fixture.instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`);
     expect(me.status).toBe(200);
     expect(me.body.user.id).toBe(m.userId);
-    const graphql = await fetch(`${instances[1]!.url}/graphql`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokens.access_token}` }, body: JSON.stringify({ query: '{ viewer { id } }' }) });
+    const graphql = await fetch(`${fixture.instances[1]!.url}/graphql`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokens.access_token}` }, body: JSON.stringify({ query: '{ viewer { id } }' }) });
     expect((await graphql.json() as { data: { viewer: { id: string } } }).data.viewer.id).toBe(m.userId);
 
     // The listing shows the flow-made delegation.
-    const listed = await api(instances[0]!, 'GET', `/users/${m.userId}/oauth_delegations`, `Bearer ${tokens.access_token}`);
+    const listed = await api(fixture.instances[0]!, 'GET', `/users/${m.userId}/oauth_delegations`, `Bearer ${tokens.access_token}`);
     expect(listed.status).toBe(200);
     expect(listed.body.oauth_delegations).toHaveLength(1);
     expect(listed.body.oauth_delegations[0]).toMatchObject({ delegation_type: 'mobile', client_id: mobile.clientId, status: 'issued' });
     expect(listed.body.oauth_delegations[0].scope.split(' ').sort()).toEqual(['oauth_delegations.read', 'openid', 'users.read']);
 
     // The same user's web session.
-    const webSession = await signIn({ config: web.config, baseUrl: instances[0]!.url, redirectUri: WEB_REDIRECT, scope: 'openid users.read', email: m.email, password: PASSWORD });
+    const webSession = await signIn({ config: web.config, baseUrl: fixture.instances[0]!.url, redirectUri: WEB_REDIRECT, scope: 'openid users.read', email: m.email, password: PASSWORD });
 
-    const revoked = await api(instances[1]!, 'DELETE', `/oauth_delegations?user_id=${m.userId}&type=mobile`, `Token token=${m.ownerKey}`);
+    const revoked = await api(fixture.instances[1]!, 'DELETE', `/oauth_delegations?user_id=${m.userId}&type=mobile`, `Token token=${m.ownerKey}`);
     expect(revoked).toEqual({ status: 200, body: { status: 'ok' } });
 
-    for (const instance of instances) {
+    for (const instance of fixture.instances) {
       expect((await api(instance, 'GET', '/users/me', `Bearer ${tokens.access_token}`)).status).toBe(401);
       expect((await api(instance, 'GET', '/users/me', `Bearer ${webSession.tokens.access_token}`)).status).toBe(200);
     }
     await expect(client.refreshTokenGrant(mobile.config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
     const webRefreshed = await client.refreshTokenGrant(web.config, webSession.tokens.refresh_token!);
-    expect((await api(instances[1]!, 'GET', '/users/me', `Bearer ${webRefreshed.access_token}`)).status).toBe(200);
+    expect((await api(fixture.instances[1]!, 'GET', '/users/me', `Bearer ${webRefreshed.access_token}`)).status).toBe(200);
   });
 });
 
@@ -109,17 +93,17 @@ describe('refresh tokens', () => {
   test('rotate on every use; a reused refresh token revokes the whole grant (its delegation too)', async () => {
     const m = await member();
     const mobile = await mobileApp(m.accountId);
-    const { tokens } = await signIn({ config: mobile.config, baseUrl: instances[0]!.url, redirectUri: MOBILE_REDIRECT, scope: 'users.read', email: m.email, password: PASSWORD });
+    const { tokens } = await signIn({ config: mobile.config, baseUrl: fixture.instances[0]!.url, redirectUri: MOBILE_REDIRECT, scope: 'users.read', email: m.email, password: PASSWORD });
     const first = await client.refreshTokenGrant(mobile.config, tokens.refresh_token!);
     expect(first.refresh_token).toBeDefined();
     expect(first.refresh_token).not.toBe(tokens.refresh_token);
-    expect((await api(instances[0]!, 'GET', '/users/me', `Bearer ${first.access_token}`)).status).toBe(200);
+    expect((await api(fixture.instances[0]!, 'GET', '/users/me', `Bearer ${first.access_token}`)).status).toBe(200);
 
     // The old refresh token again: refused, and everything of the grant with it.
     await expect(client.refreshTokenGrant(mobile.config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
     await expect(client.refreshTokenGrant(mobile.config, first.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
-    expect((await api(instances[1]!, 'GET', '/users/me', `Bearer ${first.access_token}`)).status).toBe(401);
-    const listed = await api(instances[0]!, 'GET', `/users/${m.userId}/oauth_delegations`, `Token token=${m.ownerKey}`);
+    expect((await api(fixture.instances[1]!, 'GET', '/users/me', `Bearer ${first.access_token}`)).status).toBe(401);
+    const listed = await api(fixture.instances[0]!, 'GET', `/users/${m.userId}/oauth_delegations`, `Token token=${m.ownerKey}`);
     expect(listed.body.oauth_delegations.map((delegation: { status: string }) => delegation.status)).toEqual(['revoked']);
   });
 });
@@ -158,7 +142,7 @@ describe('refused authorization requests', () => {
     const page = await browse(jar, url, MOBILE_REDIRECT);
     if (page.kind !== 'page') throw new Error('expected the sign-in page');
     const form = formOf(page.html);
-    const done = await browse(jar, new URL(form.action, instances[0]!.url), MOBILE_REDIRECT, { method: 'POST', form: { csrf: form.csrf, email: m.email, password: PASSWORD } });
+    const done = await browse(jar, new URL(form.action, fixture.instances[0]!.url), MOBILE_REDIRECT, { method: 'POST', form: { csrf: form.csrf, email: m.email, password: PASSWORD } });
     if (done.kind !== 'callback') throw new Error('expected the callback');
     await beforeRedeem();
     return client.authorizationCodeGrant(config, done.url, { pkceCodeVerifier: verifierToSend(verifier), expectedState: state });
@@ -177,7 +161,7 @@ describe('refused authorization requests', () => {
     const m = await member();
     const mobile = await mobileApp(m.accountId);
     const expireCodes = async () => {
-      await database.em().execute("update oauth_server_records set expires_at = now() - interval '1 second' where model = 'AuthorizationCode'");
+      await fixture.database.em().execute("update oauth_server_records set expires_at = now() - interval '1 second' where model = 'AuthorizationCode'");
     };
     await expect(codeThen(m, mobile.config, expireCodes, (real) => real)).rejects.toMatchObject({ error: 'invalid_grant' });
   });

@@ -87,8 +87,9 @@ export async function createProvider(options: { database: Database; serverSecret
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
-      revocation: { enabled: true },
-      introspection: { enabled: true },
+      // An app may revoke and introspect only the tokens issued to it.
+      revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
+      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
       userinfo: { enabled: true },
       resourceIndicators: {
         enabled: true,

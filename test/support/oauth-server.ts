@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { afterAll, beforeAll } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -7,6 +8,7 @@ import * as client from 'openid-client';
 import { createApp, type App } from '../../src/app/app.js';
 import { createRateLimiter, type RateLimiter } from '../../src/auth/rate-limit.js';
 import type { Database } from '../../src/db/database.js';
+import { openTestDatabase } from './database.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { AppsService } from '../../src/oauth-server/apps.service.js';
 import { setPassword } from '../../src/oauth-server/passwords.js';
@@ -216,4 +218,30 @@ export async function api(instance: { url: string }, method: string, path: strin
 export async function graphqlCall(instance: { url: string }, authorization: string, query: string, variables?: Record<string, unknown>) {
   const response = await fetch(`${instance.url}/graphql`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: authorization }, body: JSON.stringify({ query, variables }) });
   return { status: response.status, ...(await response.json() as { data?: any; errors?: any[] }) };
+}
+
+export interface OAuthFixture {
+  database: Database;
+  instances: Instance[];
+  serverSecret: Buffer;
+  /** Every log line both instances wrote. */
+  logs: string[];
+}
+
+/** A test file's own database and two instances on it (filled in by beforeAll, closed by afterAll). */
+export function useOAuthServers(count = 2): OAuthFixture {
+  const fixture = { logs: [] as string[] } as OAuthFixture;
+  let stop: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    fixture.database = await openTestDatabase();
+    const started = await startInstances(fixture.database, count, fixture.logs);
+    fixture.instances = started.instances;
+    fixture.serverSecret = started.serverSecret;
+    stop = started.stop;
+  });
+  afterAll(async () => {
+    await stop?.();
+    await fixture.database?.close();
+  });
+  return fixture;
 }

@@ -1,3 +1,4 @@
+import { purgeExpiredRecords } from '../../oauth-server/adapter.js';
 import { AppsService } from '../../oauth-server/apps.service.js';
 import { APP_KINDS } from '../../oauth-server/oauth-app.entity.js';
 import { setPassword } from '../../oauth-server/passwords.js';
@@ -88,4 +89,16 @@ export const rotateSigningKeysCommand: CliCommand = {
   human: (result) => `New signing key ${String(result.kid)}; ${String(result.removed_keys)} old key(s) removed. Restart instances to sign with it.`,
 };
 
-export const oauthServerCommands: CliCommand[] = [createAppCommand, listAppsCommand, deleteAppCommand, setPasswordCommand, rotateSigningKeysCommand];
+export const purgeCommand: CliCommand = {
+  name: 'oauth purge',
+  usage: 'accessctl oauth purge [--json]   (removes expired sessions, codes and tokens now; the server also does it as it goes)',
+  options: {},
+  async run(database) {
+    let removed = 0;
+    for (let batch = await purgeExpiredRecords(database.em()); batch > 0; batch = await purgeExpiredRecords(database.em())) removed += batch;
+    return { removed };
+  },
+  human: (result) => `${String(result.removed)} expired record(s) removed.`,
+};
+
+export const oauthServerCommands: CliCommand[] = [createAppCommand, listAppsCommand, deleteAppCommand, setPasswordCommand, rotateSigningKeysCommand, purgeCommand];
