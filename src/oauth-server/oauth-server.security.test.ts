@@ -2,6 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
 import { CookieJar, PASSWORD, api, browse, discover, formOf, newMember, registerApp, signIn, useOAuthServers } from '../../test/support/oauth-server.js';
 import { allowSignInAttempt } from './sign-in-limiter.js';
+import { scanTextColumns } from '../../test/support/plaintext-scan.js';
 
 const fixture = useOAuthServers();
 const MOBILE_REDIRECT = 'http://127.0.0.1/mobile/callback';
@@ -47,26 +48,10 @@ describe('nothing secret at rest or in the logs', () => {
     expect(needles.every((needle) => needle.length >= 12)).toBe(true);
 
     const em = fixture.database.em();
-    const columns = await em.execute<{ table_name: string; column_name: string }[]>(
-      `select c.table_name, c.column_name
-         from information_schema.columns c
-         join information_schema.tables t on t.table_schema = c.table_schema and t.table_name = c.table_name and t.table_type = 'BASE TABLE'
-        where c.table_schema = current_schema()
-          and c.data_type in ('text', 'character varying', 'character', 'json', 'jsonb', 'uuid', 'bytea')
-        order by 1, 2`,
-    );
-    const scanned = columns.map((column) => `${column.table_name}.${column.column_name}`);
+    const { scanned, hits } = await scanTextColumns(em, needles);
     expect(scanned).toEqual(expect.arrayContaining(['oauth_server_records.payload', 'oauth_server_records.key_digest', 'oauth_apps.client_secret_sealed', 'oauth_signing_keys.jwk_sealed', 'user_passwords.password_hash']));
     const [records] = await em.execute<{ count: string }[]>("select count(*) as count from oauth_server_records where model in ('AccessToken', 'RefreshToken', 'AuthorizationCode', 'Session', 'ClientCredentials')");
     expect(Number(records!.count)).toBeGreaterThanOrEqual(5);
-
-    const hits: string[] = [];
-    for (const { table_name, column_name } of columns) {
-      const values = await em.execute<{ value: string | null }[]>(`select "${column_name}"::text as value from "${table_name}"`);
-      for (const { value } of values) {
-        if (value && needles.some((needle) => value.includes(needle))) hits.push(`${table_name}.${column_name}`);
-      }
-    }
     expect(hits).toEqual([]);
     // The signing key's private part is sealed: no JWK member names in clear.
     const [key] = await em.execute<{ jwk_sealed: string }[]>('select jwk_sealed from oauth_signing_keys limit 1');

@@ -137,6 +137,9 @@ export async function createProvider(options: { database: Database; serverSecret
   };
 
   const provider = new Provider(issuer, configuration);
+  // An https issuer is served behind TLS termination: take the scheme from X-Forwarded-Proto, so
+  // Secure cookies are set (the library refuses them on what looks like plain http).
+  provider.proxy = secureCookies;
   provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'authorization server error'));
   return provider;
 }

@@ -238,7 +238,8 @@ export function useOAuthServers(count = 2): OAuthFixture {
     fixture.instances = started.instances;
     fixture.serverSecret = started.serverSecret;
     stop = started.stop;
-  });
+    // The embedded database (no DATABASE_URL) migrates in WASM: slower than a PostgreSQL server.
+  }, 90_000);
   afterAll(async () => {
     await stop?.();
     await fixture.database?.close();
