@@ -5,6 +5,7 @@ import { sealersFor } from './provider.js';
 import { loadSigningKeys } from './signing-keys.js';
 import { CookieJar, PASSWORD, api, browse, discover, formOf, graphqlCall, newMember, signIn, useOAuthServers } from '../../test/support/oauth-server.js';
 import { checkSignIn } from './passwords.js';
+import { AccountsService } from '../accounts/accounts.service.js';
 
 const fixture = useOAuthServers();
 
@@ -233,6 +234,13 @@ describe('revocation and introspection endpoints, user deletion, GraphQL', () =>
     const bearer = `Bearer ${tokens.access_token}`;
     const denied = await graphqlCall(fixture.instances[0]!, bearer, '{ oauthApps { clientId } }');
     expect(denied.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    // Read-only account keys and plain users' keys lack can_update_user too.
+    const readOnlyKey = await new AccountsService(fixture.database.em()).createApiKey({ accountId: m.accountId, readOnly: true });
+    const userKey = await new AccountsService(fixture.database.em()).createApiKey({ accountId: m.accountId, userId: m.userId });
+    for (const key of [readOnlyKey.apiKey, userKey.apiKey]) {
+      expect((await graphqlCall(fixture.instances[0]!, `Token token=${key}`, '{ oauthApps { clientId } }')).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    }
+    expect((await graphqlCall(fixture.instances[0]!, '', '{ oauthApps { clientId } }')).errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
 
     const change = 'mutation($input: ChangeMyPasswordInput!) { changeMyPassword(input: $input) { changed } }';
     const wrong = await graphqlCall(fixture.instances[1]!, bearer, change, { input: { currentPassword: 'not my password', newPassword: 'another long passphrase' } });

@@ -31,6 +31,7 @@ describe('discovery', () => {
       expect(metadata.introspection_endpoint).toBe(`${fixture.instances[0]!.url}/oauth/introspect`);
       expect(metadata.jwks_uri).toBe(`${fixture.instances[0]!.url}/oauth/jwks`);
       expect(metadata.code_challenge_methods_supported).toEqual(['S256']);
+      expect(metadata.response_types_supported).toEqual(['code']);
       expect(metadata.grant_types_supported).toEqual(expect.arrayContaining(['authorization_code', 'refresh_token', 'client_credentials']));
     }
     const jwks = await (await fetch(`${fixture.instances[0]!.url}/oauth/jwks`)).json() as { keys: Array<Record<string, unknown>> };

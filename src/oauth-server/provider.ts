@@ -83,6 +83,8 @@ export async function createProvider(options: { database: Database; serverSecret
     claims: { openid: ['sub'], profile: ['name', 'email', 'zoneinfo'] },
     scopes: ['openid', 'offline_access', 'profile'],
     pkce: { required: () => true },
+    // Only the authorization code flow: nothing issues tokens from the authorization endpoint.
+    responseTypes: ['code'],
     allowOmittingSingleRegisteredRedirectUri: false,
     features: {
       devInteractions: { enabled: false },
