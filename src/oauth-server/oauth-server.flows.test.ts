@@ -71,7 +71,7 @@ describe('mobile sign-in (authorization code + PKCE, public client)', () => {
     const listed = await api(fixture.instances[0]!, 'GET', `/users/${m.userId}/oauth_delegations`, `Bearer ${tokens.access_token}`);
     expect(listed.status).toBe(200);
     expect(listed.body.oauth_delegations).toHaveLength(1);
-    expect(listed.body.oauth_delegations[0]).toMatchObject({ delegation_type: 'mobile', client_id: mobile.clientId, status: 'issued' });
+    expect(listed.body.oauth_delegations[0]).toMatchObject({ delegation_type: 'mobile', client_id: mobile.clientId, summary: 'Mobile (mobile)', status: 'issued' });
     expect(listed.body.oauth_delegations[0].scope.split(' ').sort()).toEqual(['oauth_delegations.read', 'openid', 'users.read']);
 
     // The same user's web session.

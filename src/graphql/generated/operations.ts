@@ -194,9 +194,9 @@ export type ListUserOAuthDelegationsQueryVariables = Exact<{
 }>;
 
 
-export type ListUserOAuthDelegationsQuery = { oauthDelegations: { nodes: Array<{ id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type ListUserOAuthDelegationsQuery = { oauthDelegations: { nodes: Array<{ id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
-export type RestOAuthDelegationFieldsFragment = { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string };
+export type RestOAuthDelegationFieldsFragment = { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string };
 
 export type OAuthDelegationRevocationRequestsStatusQueryVariables = Exact<{
   requestedAtEnd: InputMaybe<Scalars['DateTime']['input']>;
@@ -211,7 +211,7 @@ export type ShowUserOAuthDelegationQueryVariables = Exact<{
 }>;
 
 
-export type ShowUserOAuthDelegationQuery = { oauthDelegation: { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string } };
+export type ShowUserOAuthDelegationQuery = { oauthDelegation: { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string } };
 
 export type CreateUserMutationVariables = Exact<{
   input: CreateUserInput;
