@@ -108,6 +108,15 @@ const ROWS: Row[] = [
   { operation: 'Mutation.removeNotificationSubscriptions', rule: WRITE_SUBSCRIPTIONS, call: graphql('mutation($id: ID!, $s: [NotificationSubscribableInput!]!) { removeNotificationSubscriptions(input: { userId: $id, subscribables: $s }) { deletedCount } }', (s) => ({ id: s.id, s: GQL_SUBSCRIBABLES })) },
 ];
 
+/**
+ * Operations of the authorization server (SPEC section 10) that no OAuth scope of the section 2
+ * table governs, so this matrix cannot state their rule; their access is tested where named.
+ */
+const OUTSIDE_SCOPE_TABLE: Record<string, string> = {
+  'Query.oauthApps': 'can_update_user; src/oauth-server/oauth-server.apps.test.ts',
+  'Mutation.changeMyPassword': 'the calling user, with the current password; src/oauth-server/oauth-server.apps.test.ts',
+};
+
 interface CredentialKind {
   name: string;
   /** The expected outcome for a rule, from SPEC section 2. */
@@ -193,7 +202,7 @@ test('every REST route and GraphQL root field has a row in the matrix', async ()
     ...Object.keys(schema.getQueryType()!.getFields()).map((name) => `Query.${name}`),
     ...Object.keys(schema.getMutationType()!.getFields()).map((name) => `Mutation.${name}`),
   ];
-  expect(ROWS.map((row) => row.operation).sort()).toEqual([...routes, ...fields].sort());
+  expect(ROWS.map((row) => row.operation).sort()).toEqual([...routes, ...fields].filter((operation) => !(operation in OUTSIDE_SCOPE_TABLE)).sort());
 });
 
 test('matrix: every operation x every credential gives the outcome SPEC section 2 prescribes', async () => {

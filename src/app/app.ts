@@ -140,11 +140,11 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   app.use(corsAllowList(settings.corsOrigins));
 
-  // One line per request: no query string, and the calendar key inside feed URLs is redacted.
+  // One line per request: no query string; the calendar key inside feed URLs and sign-in interaction ids are redacted.
   app.use((req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
     // Read now: inside a mounted router (`/graphql`) Express shows the path relative to the mount.
-    const path = req.path.replace(/^\/private\/[^/]+/, '/private/[redacted]');
+    const path = req.path.replace(/^\/private\/[^/]+/, '/private/[redacted]').replace(/^\/oauth\/(interaction|authorize)\/[^/]+/, '/oauth/$1/[redacted]');
     res.on('finish', () => {
       logger.info({
         requestId: res.locals.requestId,

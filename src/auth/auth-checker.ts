@@ -1,7 +1,7 @@
 import type { AuthChecker } from 'type-graphql';
 import { ForbiddenError } from '../errors/domain-errors.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
-import { canUpdateUser, isReadOnly, isUserPrincipal, type Principal } from './principal.js';
+import { canUpdateUser, isReadOnly, isUserPrincipal, scopesOf, type Principal } from './principal.js';
 import { isScope, type Scope } from './scopes.js';
 import { USER_MANAGER_ROLES } from './roles.js';
 
@@ -22,8 +22,9 @@ const permissionChecks: Record<Exclude<Requirement, Scope>, { allows(p: Principa
 
 export function assertRequirements(principal: Principal, requirements: readonly Requirement[]): void {
   // Scopes first, so a token lacking one is told which scope it needs.
+  const scopes = scopesOf(principal);
   for (const requirement of requirements) {
-    if (isScope(requirement) && principal.kind === 'oauth' && !principal.scopes.has(requirement)) {
+    if (isScope(requirement) && scopes && !scopes.has(requirement)) {
       throw new ForbiddenError(`This OAuth token lacks the required scope: ${requirement}`);
     }
   }

@@ -27,12 +27,23 @@ export interface OAuthPrincipal extends PrincipalBase {
   scopes: ReadonlySet<Scope | string>;
 }
 
+/** An app acting for its whole account (OAuth client credentials): no user, limited to its scopes. */
+export interface OAuthAppPrincipal extends PrincipalBase {
+  kind: 'oauth_app';
+  scopes: ReadonlySet<Scope | string>;
+}
+
 /** Who is calling, resolved once per request and shared by both faces. */
-export type Principal = AccountKeyPrincipal | UserKeyPrincipal | OAuthPrincipal;
+export type Principal = AccountKeyPrincipal | UserKeyPrincipal | OAuthPrincipal | OAuthAppPrincipal;
 export type UserPrincipal = UserKeyPrincipal | OAuthPrincipal;
 
 export function isUserPrincipal(principal: Principal): principal is UserPrincipal {
-  return principal.kind !== 'account_key';
+  return principal.kind === 'user_key' || principal.kind === 'oauth';
+}
+
+/** Tokens are limited to their scopes; API keys are not. */
+export function scopesOf(principal: Principal): ReadonlySet<string> | undefined {
+  return principal.kind === 'oauth' || principal.kind === 'oauth_app' ? principal.scopes : undefined;
 }
 
 export function actingUserId(principal: Principal): string | undefined {
@@ -41,9 +52,14 @@ export function actingUserId(principal: Principal): string | undefined {
 
 /** `can_update_user`: owners, admins and full-access account keys. */
 export function canUpdateUser(principal: Principal): boolean {
-  return principal.kind === 'account_key' ? !principal.readOnly : USER_MANAGER_ROLES.has(principal.role);
+  if (principal.kind === 'account_key') return !principal.readOnly;
+  // An account-level app holds the account's rights; its scopes are what limit it.
+  if (principal.kind === 'oauth_app') return true;
+  return USER_MANAGER_ROLES.has(principal.role);
 }
 
 export function isReadOnly(principal: Principal): boolean {
-  return principal.kind === 'account_key' ? principal.readOnly : READ_ONLY_ROLES.has(principal.role);
+  if (principal.kind === 'account_key') return principal.readOnly;
+  if (principal.kind === 'oauth_app') return false;
+  return READ_ONLY_ROLES.has(principal.role);
 }

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import supertest from 'supertest';
 import { startHarness, type Harness, type TestUser } from '../../test/support/harness.js';
+import { scanTextColumns } from '../../test/support/plaintext-scan.js';
 import type { Principal } from '../auth/principal.js';
 import { ForbiddenError } from '../errors/domain-errors.js';
 import { CalendarFeedService } from './calendar-feed.service.js';
@@ -99,24 +100,8 @@ describe('no plaintext key in the database', () => {
 
     const needles = issued.flatMap((key) => [key, `/private/${key}/feed`, `https://feeds.test.example/private/${key}/feed`, `webcal://feeds.test.example/private/${key}/feed`]);
     const em = h.database.em();
-    const columns = await em.execute<{ table_name: string; column_name: string }[]>(
-      `select c.table_name, c.column_name
-         from information_schema.columns c
-         join information_schema.tables t on t.table_schema = c.table_schema and t.table_name = c.table_name and t.table_type = 'BASE TABLE'
-        where c.table_schema = current_schema()
-          and c.data_type in ('text', 'character varying', 'character', 'json', 'jsonb', 'uuid', 'bytea')
-        order by 1, 2`,
-    );
-    const scanned = columns.map((column) => `${column.table_name}.${column.column_name}`);
+    const { scanned, hits } = await scanTextColumns(em, needles);
     expect(scanned).toEqual(expect.arrayContaining(['calendar_feed_keys.nonce', 'calendar_feed_keys.key_digest', 'users.name', 'api_keys.token_digest', 'oncall_shifts.summary']));
-
-    const hits: string[] = [];
-    for (const { table_name, column_name } of columns) {
-      const values = await em.execute<{ value: string | null }[]>(`select "${column_name}"::text as value from "${table_name}"`);
-      for (const { value } of values) {
-        if (value && needles.some((needle) => value.includes(needle))) hits.push(`${table_name}.${column_name}`);
-      }
-    }
     expect(hits).toEqual([]);
 
     // What is stored: a random nonce and SHA-256 of the current key only.

@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/sql';
-import { canUpdateUser, isUserPrincipal, type Principal } from '../auth/principal.js';
+import { canUpdateUser, isUserPrincipal, scopesOf, type Principal } from '../auth/principal.js';
 import { policy } from '../auth/policy.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import type { TransactionRunner } from '../db/transaction.js';
@@ -38,7 +38,8 @@ export class CalendarFeedService {
    * needs a users scope, as the URLs are part of the user resource.
    */
   static assertMayReadUrls(principal: Principal, userId: string): void {
-    if (principal.kind === 'oauth' && !principal.scopes.has('users.read') && !principal.scopes.has('users.write')) {
+    const scopes = scopesOf(principal);
+    if (scopes && !scopes.has('users.read') && !scopes.has('users.write')) {
       throw new ForbiddenError('This OAuth token lacks the required scope: users.read');
     }
     if (policy.isSelf(principal, userId) || canUpdateUser(principal)) return;

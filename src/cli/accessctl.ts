@@ -12,8 +12,10 @@ import { seedCommand } from './commands/seed.command.js';
 import { addShiftCommand } from './commands/calendar-feed.commands.js';
 import { addSubscribableCommand } from './commands/notification-subscriptions.commands.js';
 import { createDelegationCommand } from './commands/oauth-delegations.commands.js';
+import { oauthServerCommands } from './commands/oauth-server.commands.js';
+import { resolveServerSecret } from '../auth/server-secret.js';
 
-const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand];
+const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands];
 
 function usage(): string {
   return `Usage:\n${commands.map((command) => `  ${command.usage}`).join('\n')}\n\nReads DATABASE_URL and DATA_DIR like the server. With --json, stdout holds exactly one JSON object.`;
@@ -41,7 +43,15 @@ async function main(argv: string[]): Promise<number> {
   try {
     const applied = await database.migrate();
     if (applied.length) process.stderr.write(`applied migrations: ${applied.join(', ')}\n`);
-    const result = await command.run(database, values, { info: (message) => process.stderr.write(`${message}\n`) });
+    const result = await command.run(database, values, {
+      info: (message) => process.stderr.write(`${message}\n`),
+      serverSecret: () => resolveServerSecret(config),
+      readStdin: async () => {
+        const chunks: Buffer[] = [];
+        for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer));
+        return Buffer.concat(chunks).toString('utf8');
+      },
+    });
     process.stdout.write(values.json ? `${JSON.stringify(result)}\n` : `${command.human(result)}\n`);
     return 0;
   } catch (error) {

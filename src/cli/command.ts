@@ -6,6 +6,10 @@ type ParseArgsOptions = NonNullable<Parameters<typeof parseArgs>[0]>['options'];
 export interface CommandIo {
   /** Human-readable progress; stderr, so `--json` output stays one object on stdout. */
   info(message: string): void;
+  /** The server secret (SECRET_KEY, or the data directory's), for commands that seal or unseal. */
+  serverSecret?(): Buffer;
+  /** Standard input, read to its end (a password is never an argument: it would show in `ps`). */
+  readStdin?(): Promise<string>;
 }
 
 export interface CliCommand {

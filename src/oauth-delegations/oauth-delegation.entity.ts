@@ -10,7 +10,7 @@ export type DelegationType = (typeof DELEGATION_TYPES)[number];
 export const DELEGATION_STATUSES = ['issued', 'revoked'] as const;
 export type DelegationStatus = (typeof DELEGATION_STATUSES)[number];
 
-export const REVOCATION_REASONS = ['sign_out', 'user_deleted'] as const;
+export const REVOCATION_REASONS = ['sign_out', 'user_deleted', 'grant_revoked', 'app_deleted'] as const;
 export type RevocationReason = (typeof REVOCATION_REASONS)[number];
 
 export function isDelegationType(value: unknown): value is DelegationType {
@@ -28,7 +28,7 @@ export function isDelegationStatus(value: unknown): value is DelegationStatus {
  */
 @Entity({ tableName: 'oauth_delegations' })
 export class OAuthDelegation {
-  [OptionalProps]?: 'id' | 'status' | 'createdAt' | 'revokedAt' | 'revokedByKind' | 'revokedByCredentialId' | 'revocationReason';
+  [OptionalProps]?: 'id' | 'status' | 'createdAt' | 'revokedAt' | 'revokedByKind' | 'revokedByCredentialId' | 'revocationReason' | 'accessTokenDigest' | 'grantId' | 'clientName';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -36,9 +36,12 @@ export class OAuthDelegation {
   @ManyToOne({ entity: () => Account, fieldName: 'account_id' })
   account!: Account;
 
-  /** A plain column: the users feature owns users; a delegation only points at one. */
-  @Property({ type: 'string', length: 7 })
-  userId!: string;
+  /**
+   * A plain column: the users feature owns users; a delegation only points at one. Null only for
+   * an integration app acting for the whole account (client credentials).
+   */
+  @Property({ type: 'string', length: 7, nullable: true })
+  userId!: string | null;
 
   @Enum({ items: () => [...DELEGATION_TYPES], type: 'string' })
   delegationType!: DelegationType;
@@ -53,8 +56,17 @@ export class OAuthDelegation {
   @Enum({ items: () => [...DELEGATION_STATUSES], type: 'string' })
   status: DelegationStatus = 'issued';
 
-  @Property({ type: 'string', length: 64, unique: true, hidden: true, lazy: true })
-  accessTokenDigest!: string;
+  /** Operator-issued delegations hold one token; flow-made ones hold a grant instead (`grantId`). */
+  @Property({ type: 'string', length: 64, unique: true, hidden: true, lazy: true, nullable: true })
+  accessTokenDigest: string | null = null;
+
+  /** The authorization server's grant this delegation is (one grant, one delegation). */
+  @Property({ type: 'string', length: 96, nullable: true, hidden: true })
+  grantId: string | null = null;
+
+  /** The app's name when the delegation came from an OAuth flow. */
+  @Property({ type: 'string', length: 100, nullable: true })
+  clientName: string | null = null;
 
   @Property({ type: 'Date', columnType: 'timestamptz(3)' })
   createdAt: Date = new Date();

@@ -33,7 +33,8 @@ export function presentOAuthDelegation(delegation: RestOAuthDelegationFieldsFrag
   return {
     id: delegation.id,
     type: 'oauth_delegation' as const,
-    summary: `${delegation.clientId} (${delegationType})`,
+    // A flow-made delegation names its app; an operator-issued one only has a client id.
+    summary: `${delegation.clientName ?? delegation.clientId} (${delegationType})`,
     self: delegation.self,
     html_url: delegation.htmlUrl,
     delegation_type: delegationType,

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/sql';
 import { Account } from '../accounts/account.entity.js';
@@ -74,6 +75,7 @@ interface DelegationRow {
   user_id: string;
   delegation_type: string;
   client_id: string;
+  client_name: string | null;
   scope: string;
   status: string;
   created_at: Date | string;
@@ -85,7 +87,7 @@ interface DelegationRow {
 }
 
 /** Every column but the token digest, which never leaves the database on a read. */
-const PUBLIC_COLUMNS = 'id, account_id, user_id, delegation_type, client_id, scope, status, created_at, expires_at, revoked_at, revoked_by_kind, revoked_by_credential_id, revocation_reason';
+const PUBLIC_COLUMNS = 'id, account_id, user_id, delegation_type, client_id, client_name, scope, status, created_at, expires_at, revoked_at, revoked_by_kind, revoked_by_credential_id, revocation_reason';
 
 async function isLiveUser(em: EntityManager, accountId: string, userId: string): Promise<boolean> {
   if (!PUBLIC_ID_PATTERN.test(userId)) return false;
@@ -219,7 +221,8 @@ export class OAuthDelegationsService {
     const delegation = isUuid(id)
       ? await this.em.findOne(OAuthDelegation, { id, account: this.principal.accountId, ...(userId !== undefined ? { userId } : {}) })
       : null;
-    if (!delegation) throw new NotFoundError('OAuth delegation');
+    // An integration acting for the whole account has no user, so no user's delegation path reaches it.
+    if (!delegation || delegation.userId === null) throw new NotFoundError('OAuth delegation');
     if (userId === undefined) this.assertMayManage(delegation.userId);
     if (!(await isLiveUser(this.em, this.principal.accountId, delegation.userId))) throw new NotFoundError('OAuth delegation');
     return delegation;
@@ -310,4 +313,46 @@ export async function issueDelegation(em: EntityManager, options: IssueDelegatio
   });
   await em.persist(delegation).flush();
   return { delegation, accessToken };
+}
+
+/** What an OAuth flow leaves behind: the authorization server's grant, seen as a delegation. */
+export interface GrantDelegation {
+  accountId: string;
+  /** Null for an integration app acting for its whole account. */
+  userId: string | null;
+  type: DelegationType;
+  clientId: string;
+  clientName: string;
+  scopes: readonly string[];
+  grantId: string;
+  expiresAt: Date;
+}
+
+/**
+ * One grant is one delegation: the first consent creates it, a later consent that widens the same
+ * grant updates its scopes. A revoked delegation stays revoked (its grant is refused from then on).
+ */
+export async function recordGrantDelegation(em: EntityManager, grant: GrantDelegation): Promise<void> {
+  const scopes = grant.scopes.filter((scope) => ISSUABLE_SCOPES.includes(scope));
+  await em.execute(
+    `insert into oauth_delegations (id, account_id, user_id, delegation_type, client_id, client_name, scope, status, grant_id, created_at, expires_at)
+     values (?, ?, ?, ?, ?, ?, ?, 'issued', ?, ?, ?)
+     on conflict (grant_id) where grant_id is not null
+     do update set scope = excluded.scope, expires_at = greatest(oauth_delegations.expires_at, excluded.expires_at)`,
+    [randomUUID(), grant.accountId, grant.userId, grant.type, grant.clientId, grant.clientName, scopes.join(' '), grant.grantId, new Date().toISOString(), grant.expiresAt.toISOString()],
+  );
+}
+
+/** The authorization server revoked a grant itself (RFC 7009 revocation, a reused refresh token). */
+export async function revokeGrantDelegation(em: EntityManager, grantId: string, at: Date = new Date()): Promise<number> {
+  return em.nativeUpdate(OAuthDelegation, { grantId, status: 'issued' }, { status: 'revoked', revokedAt: at, revocationReason: 'grant_revoked' });
+}
+
+/** An app was deleted: every delegation it held, for every user and for its account, is revoked. */
+export async function revokeClientDelegations(em: EntityManager, clientId: string, principal: Principal | undefined, at: Date = new Date()): Promise<number> {
+  return em.nativeUpdate(
+    OAuthDelegation,
+    { clientId, status: 'issued' },
+    { status: 'revoked', revokedAt: at, revokedByKind: principal?.kind ?? null, revokedByCredentialId: principal?.credentialId ?? null, revocationReason: 'app_deleted' },
+  );
 }

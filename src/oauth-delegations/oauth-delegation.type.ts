@@ -42,6 +42,9 @@ export class OAuthDelegationObject implements Partial<Record<keyof OAuthDelegati
   @Field({ description: 'The OAuth client (app) the user authorized.' })
   clientId!: string;
 
+  @Field(() => String, { nullable: true, description: 'The app\'s name, for delegations made by a sign-in or app authorization (null for operator-issued ones).' })
+  clientName!: string | null;
+
   @Field({ description: 'The granted OAuth scopes, space-separated (see also `scopes`).' })
   scope!: string;
 

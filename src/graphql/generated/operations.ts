@@ -23,6 +23,12 @@ export type Scalars = {
   URL: { input: string; output: string; }
 };
 
+/** The current password proves it is the user; the new one replaces it. */
+export type ChangeMyPasswordInput = {
+  currentPassword: Scalars['String']['input'];
+  newPassword: Scalars['String']['input'];
+};
+
 /** Subscribes a user to 1 to 100 distinct entities, in one transaction. */
 export type CreateNotificationSubscriptionsInput = {
   /** 1 to 100 entities, none twice. */
@@ -80,6 +86,13 @@ export type NotificationSubscriptionResult =
   | 'SUCCESS'
   /** The entity is not one of the caller's account (unknown to its registry); nothing changed. */
   | 'UNAUTHORIZED';
+
+/** MOBILE: public client (PKCE, no secret). WEB: first-party confidential client. THIRD_PARTY: confidential, users consent. INTEGRATION: acts for the account (client credentials). */
+export type OAuthAppKind =
+  | 'INTEGRATION'
+  | 'MOBILE'
+  | 'THIRD_PARTY'
+  | 'WEB';
 
 /** An issued delegation's token works until it expires; a revoked one's never again. */
 export type OAuthDelegationStatus =
@@ -181,9 +194,9 @@ export type ListUserOAuthDelegationsQueryVariables = Exact<{
 }>;
 
 
-export type ListUserOAuthDelegationsQuery = { oauthDelegations: { nodes: Array<{ id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type ListUserOAuthDelegationsQuery = { oauthDelegations: { nodes: Array<{ id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
-export type RestOAuthDelegationFieldsFragment = { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string };
+export type RestOAuthDelegationFieldsFragment = { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string };
 
 export type OAuthDelegationRevocationRequestsStatusQueryVariables = Exact<{
   requestedAtEnd: InputMaybe<Scalars['DateTime']['input']>;
@@ -198,7 +211,7 @@ export type ShowUserOAuthDelegationQueryVariables = Exact<{
 }>;
 
 
-export type ShowUserOAuthDelegationQuery = { oauthDelegation: { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string } };
+export type ShowUserOAuthDelegationQuery = { oauthDelegation: { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string } };
 
 export type CreateUserMutationVariables = Exact<{
   input: CreateUserInput;

@@ -1,0 +1,116 @@
+import type { EntityManager } from '@mikro-orm/sql';
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { digestSecret } from '../auth/secrets.js';
+import type { Database } from '../db/database.js';
+import type { Sealer } from './sealing.js';
+import { clientMetadataFor } from './apps.service.js';
+import { revokeGrantDelegation } from '../oauth-delegations/oauth-delegation.service.js';
+
+interface RecordRow {
+  payload: string;
+  consumed_at: Date | string | null;
+}
+
+/** The delegation an integration's client-credentials tokens answer to (it has no grant of its own). */
+export function clientCredentialsGrantId(clientId: string): string {
+  return `client:${clientId}`;
+}
+
+/**
+ * oidc-provider's storage, in PostgreSQL: one row per session, interaction, code, token and grant.
+ * Every id is a bearer secret (a token, a code, a cookie value), so rows are keyed by its SHA-256
+ * digest and the payload (which repeats the id) is sealed. Nothing is kept in process memory, so
+ * any number of instances serve the flows. A record whose grant's delegation is revoked is never
+ * found again: that is how a sign-out reaches every token of the grant on the very next request.
+ */
+export function createAdapterFactory(database: Database, sealer: Sealer, clientSecrets: Sealer) {
+  return class PostgresAdapter implements Adapter {
+    constructor(private readonly model: string) {}
+
+    async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+      const grantId = this.model === 'Grant' ? id : this.model === 'ClientCredentials' && payload.clientId ? clientCredentialsGrantId(payload.clientId) : payload.grantId ?? null;
+      const expiresAt = expiresIn ? new Date(Date.now() + expiresIn * 1000).toISOString() : null;
+      await database.em().execute(
+        `insert into oauth_server_records (model, key_digest, payload, grant_id, scope, uid_digest, user_code_digest, expires_at, consumed_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, null)
+         on conflict (model, key_digest) do update set payload = excluded.payload, grant_id = excluded.grant_id, scope = excluded.scope,
+           uid_digest = excluded.uid_digest, user_code_digest = excluded.user_code_digest, expires_at = excluded.expires_at`,
+        [
+          this.model,
+          digestSecret(id),
+          sealer.seal(JSON.stringify(payload)),
+          grantId,
+          // Not secret, and what the API's credential resolver needs without unsealing anything.
+          typeof payload.scope === 'string' ? payload.scope : null,
+          payload.uid ? digestSecret(payload.uid) : null,
+          payload.userCode ? digestSecret(payload.userCode) : null,
+          expiresAt,
+        ],
+      );
+      if (Math.random() * PURGE_ONE_WRITE_IN < 1) await purgeExpiredRecords(database.em());
+    }
+
+    async find(id: string): Promise<AdapterPayload | undefined> {
+      if (this.model === 'Client') return clientMetadataFor(database.em(), clientSecrets, id);
+      return this.findWhere('key_digest', digestSecret(id));
+    }
+
+    async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+      return this.findWhere('uid_digest', digestSecret(uid));
+    }
+
+    async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+      return this.findWhere('user_code_digest', digestSecret(userCode));
+    }
+
+    async consume(id: string): Promise<void> {
+      await database.em().execute(
+        'update oauth_server_records set consumed_at = now() where model = ? and key_digest = ?',
+        [this.model, digestSecret(id)],
+      );
+    }
+
+    async destroy(id: string): Promise<void> {
+      const em = database.em();
+      await em.execute('delete from oauth_server_records where model = ? and key_digest = ?', [this.model, digestSecret(id)]);
+      // The library destroys a grant when it revokes it (RFC 7009, a reused refresh token): its delegation goes with it.
+      if (this.model === 'Grant') await revokeGrantDelegation(em, id);
+    }
+
+    async revokeByGrantId(grantId: string): Promise<void> {
+      await database.em().execute('delete from oauth_server_records where model = ? and grant_id = ?', [this.model, grantId]);
+    }
+
+    private async findWhere(column: 'key_digest' | 'uid_digest' | 'user_code_digest', digest: string): Promise<AdapterPayload | undefined> {
+      const [row] = await database.em().execute<RecordRow[]>(
+        `select r.payload, r.consumed_at from oauth_server_records r
+          where r.model = ? and r.${column} = ? and (r.expires_at is null or r.expires_at > now())
+            and not exists (select 1 from oauth_delegations d where d.grant_id = r.grant_id and d.status <> 'issued')
+          limit 1`,
+        [this.model, digest],
+      );
+      if (!row) return undefined;
+      const payload = JSON.parse(sealer.unseal(row.payload)) as AdapterPayload;
+      if (row.consumed_at !== null) payload.consumed = Math.floor(new Date(row.consumed_at).getTime() / 1000);
+      return payload;
+    }
+  };
+}
+
+/** About one write in this many also purges a batch of expired rows: no timer, no extra process. */
+const PURGE_ONE_WRITE_IN = 200;
+const PURGE_BATCH = 1000;
+
+/**
+ * Expired records (and sign-in attempt windows long past) are useless; removing them keeps the
+ * tables and their indexes small. Bounded per call, so it never holds locks for long.
+ */
+export async function purgeExpiredRecords(em: EntityManager): Promise<number> {
+  const result = await em.execute<{ affectedRows?: number }>(
+    `delete from oauth_server_records where ctid in (select ctid from oauth_server_records where expires_at < now() limit ${PURGE_BATCH})`,
+    [],
+    'run',
+  );
+  await em.execute(`delete from sign_in_attempts where window_started_at < now() - interval '1 day'`, [], 'run');
+  return result.affectedRows ?? 0;
+}

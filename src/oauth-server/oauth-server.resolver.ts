@@ -1,0 +1,77 @@
+import { Arg, Authorized, Ctx, Field, ID, InputType, Mutation, ObjectType, Query, Resolver, registerEnumType } from 'type-graphql';
+import { DateTimeResolver } from 'graphql-scalars';
+import type { Requirement } from '../auth/auth-checker.js';
+import { isUserPrincipal } from '../auth/principal.js';
+import { InvalidInputError } from '../errors/domain-errors.js';
+import { requirePrincipal, type Context } from '../graphql/context.js';
+import { AppsService } from './apps.service.js';
+import type { AppKind, OAuthApp } from './oauth-app.entity.js';
+import { changeOwnPassword } from './passwords.js';
+import { sealersFor } from './provider.js';
+
+export const OAuthAppKindEnum = {
+  MOBILE: 'mobile',
+  WEB: 'web',
+  INTEGRATION: 'integration',
+  THIRD_PARTY: 'third_party',
+} as const satisfies Record<string, AppKind>;
+
+registerEnumType(OAuthAppKindEnum, {
+  name: 'OAuthAppKind',
+  description: 'MOBILE: public client (PKCE, no secret). WEB: first-party confidential client. THIRD_PARTY: confidential, users consent. INTEGRATION: acts for the account (client credentials).',
+});
+
+@ObjectType('OAuthApp', { description: 'An app registered with the authorization server (an OAuth client of the account). Its secret is never shown again.' })
+export class OAuthAppObject implements Partial<Record<keyof OAuthApp, unknown>> {
+  @Field(() => ID)
+  clientId!: string;
+
+  @Field()
+  name!: string;
+
+  @Field(() => OAuthAppKindEnum)
+  kind!: AppKind;
+
+  @Field(() => [String])
+  redirectUris!: string[];
+
+  @Field({ description: 'The scopes the app may ask for, space-separated.' })
+  scope!: string;
+
+  @Field(() => DateTimeResolver)
+  createdAt!: Date;
+}
+
+@InputType({ description: 'The current password proves it is the user; the new one replaces it.' })
+export class ChangeMyPasswordInput {
+  @Field()
+  currentPassword!: string;
+
+  @Field()
+  newPassword!: string;
+}
+
+@ObjectType()
+export class ChangeMyPasswordPayload {
+  @Field({ description: 'True once the new password is in place.' })
+  changed!: boolean;
+}
+
+@Resolver(() => OAuthAppObject)
+export class OAuthServerResolver {
+  @Authorized<Requirement>('can_update_user')
+  @Query(() => [OAuthAppObject], { description: 'The apps registered for this account, newest first. can_update_user.' })
+  oauthApps(@Ctx() context: Context): Promise<OAuthApp[]> {
+    const principal = requirePrincipal(context);
+    return new AppsService(context.em, sealersFor(context.runtime.serverSecret).clientSecrets).list(principal.accountId);
+  }
+
+  @Authorized<Requirement>()
+  @Mutation(() => ChangeMyPasswordPayload, { description: 'Changes the calling user\'s own sign-in password; the current password is required (FORBIDDEN when wrong).' })
+  async changeMyPassword(@Arg('input', () => ChangeMyPasswordInput) input: ChangeMyPasswordInput, @Ctx() context: Context): Promise<ChangeMyPasswordPayload> {
+    const principal = requirePrincipal(context);
+    if (!isUserPrincipal(principal)) throw new InvalidInputError('this credential acts for the account, not a user: there is no own password to change');
+    await changeOwnPassword(context.em, principal.userId, input.currentPassword, input.newPassword);
+    return { changed: true };
+  }
+}

@@ -1,0 +1,58 @@
+import type { CredentialResolver } from '../auth/authenticate.js';
+import type { OAuthAppPrincipal, OAuthPrincipal } from '../auth/principal.js';
+import { isUserRole } from '../auth/roles.js';
+
+interface FlowTokenRow {
+  model: string;
+  scope: string | null;
+  delegation_id: string;
+  account_id: string;
+  user_id: string | null;
+  client_id: string;
+  role: string | null;
+}
+
+/**
+ * `Authorization: Bearer <access token>` issued by the authorization server (authorization code,
+ * refresh, client credentials): one indexed query by the token's digest, joined to the grant's
+ * delegation (which must be issued and unexpired) and, for a user's grant, the live user's current
+ * role. Nothing is cached: revoking the delegation refuses the token on the next request, anywhere.
+ */
+export const flowTokenCredentials: CredentialResolver = {
+  scheme: 'bearer',
+  async resolve(em, digest, now) {
+    const at = now.toISOString();
+    const [row] = await em.execute<FlowTokenRow[]>(
+      `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, u.role
+         from oauth_server_records r
+         join oauth_delegations d on d.grant_id = r.grant_id and d.status = 'issued' and d.expires_at > ?
+         left join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null
+        where r.model in ('AccessToken', 'ClientCredentials') and r.key_digest = ? and r.expires_at > ?`,
+      [at, digest, at],
+    );
+    if (!row) return undefined;
+    const scopes = new Set((row.scope ?? '').split(/\s+/).filter(Boolean));
+    if (row.model === 'ClientCredentials') {
+      if (row.user_id !== null) return undefined;
+      const principal: OAuthAppPrincipal = {
+        kind: 'oauth_app',
+        accountId: row.account_id,
+        credentialId: row.delegation_id,
+        scopes,
+        rateLimitKey: `oauth-app:${row.client_id}`,
+      };
+      return principal;
+    }
+    if (row.user_id === null || !isUserRole(row.role)) return undefined;
+    const principal: OAuthPrincipal = {
+      kind: 'oauth',
+      accountId: row.account_id,
+      credentialId: row.delegation_id,
+      userId: row.user_id,
+      role: row.role,
+      scopes,
+      rateLimitKey: `user:${row.user_id}`,
+    };
+    return principal;
+  },
+};

@@ -1,0 +1,59 @@
+/** The sign-in and consent pages: plain HTML forms that work without JavaScript. */
+
+const SCOPE_DESCRIPTIONS: Record<string, string> = {
+  openid: 'Know who you are (your user id)',
+  profile: 'See your name, email address and time zone',
+  offline_access: 'Stay signed in',
+  'users.read': 'See the users of your account, including you',
+  'users.write': 'Create, change and delete users, and regenerate calendar keys',
+  'oauth_delegations.read': 'See which apps you signed in to',
+  'oauth_delegations.write': 'Sign you out of apps',
+  'subscribers.read': 'See your notification subscriptions',
+  'subscribers.write': 'Subscribe you to notifications and unsubscribe you',
+};
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+}
+
+function layout(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem}label{display:block;margin:.75rem 0}input{display:block;width:100%;padding:.4rem;margin-top:.25rem}button{padding:.5rem 1rem;margin-right:.5rem}.error{color:#a00}</style>
+</head>
+<body>
+${body}
+</body>
+</html>`;
+}
+
+export function signInPage(options: { action: string; csrf: string; appName: string; email?: string; error?: string }): string {
+  return layout(`Sign in to ${options.appName}`, `<h1>Sign in</h1>
+<p>to continue to <strong>${escapeHtml(options.appName)}</strong></p>
+${options.error ? `<p class="error" role="alert">${escapeHtml(options.error)}</p>` : ''}
+<form method="post" action="${escapeHtml(options.action)}">
+<input type="hidden" name="csrf" value="${escapeHtml(options.csrf)}">
+<label>Email <input type="email" name="email" autocomplete="username" required maxlength="100" value="${escapeHtml(options.email ?? '')}"></label>
+<label>Password <input type="password" name="password" autocomplete="current-password" required maxlength="256"></label>
+<button type="submit">Sign in</button>
+</form>`);
+}
+
+export function consentPage(options: { action: string; csrf: string; appName: string; scopes: readonly string[] }): string {
+  const items = options.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code>: ${escapeHtml(SCOPE_DESCRIPTIONS[scope] ?? scope)}</li>`).join('\n');
+  return layout(`Allow ${options.appName}?`, `<h1>Allow ${escapeHtml(options.appName)}?</h1>
+<p><strong>${escapeHtml(options.appName)}</strong> is asking to act for you. It will be able to:</p>
+<ul>
+${items}
+</ul>
+<form method="post" action="${escapeHtml(options.action)}">
+<input type="hidden" name="csrf" value="${escapeHtml(options.csrf)}">
+<button type="submit" name="decision" value="approve">Allow</button>
+<button type="submit" name="decision" value="deny">Deny</button>
+</form>`);
+}
+
+export function problemPage(title: string, message: string): string {
+  return layout(title, `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(message)}</p>`);
+}

@@ -1,0 +1,147 @@
+import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import { deriveKey } from '../auth/server-secret.js';
+import { SCOPES } from '../auth/scopes.js';
+import type { Database } from '../db/database.js';
+import type { Logger } from '../logging/logger.js';
+import { createAdapterFactory } from './adapter.js';
+import { findApp } from './apps.service.js';
+import { Sealer } from './sealing.js';
+import { loadSigningKeys } from './signing-keys.js';
+import { problemPage } from './pages.js';
+
+/** Every endpoint of the authorization server lives under this prefix (discovery under /.well-known). */
+export const OAUTH_PREFIX = '/oauth';
+
+export const OAUTH_ROUTES = {
+  authorization: `${OAUTH_PREFIX}/authorize`,
+  token: `${OAUTH_PREFIX}/token`,
+  revocation: `${OAUTH_PREFIX}/revoke`,
+  introspection: `${OAUTH_PREFIX}/introspect`,
+  jwks: `${OAUTH_PREFIX}/jwks`,
+  userinfo: `${OAUTH_PREFIX}/userinfo`,
+  end_session: `${OAUTH_PREFIX}/logout`,
+} as const;
+
+export const INTERACTION_PATH = `${OAUTH_PREFIX}/interaction`;
+
+export const LIFETIMES = {
+  accessToken: 60 * 60,
+  authorizationCode: 60,
+  refreshToken: 30 * 86_400,
+  grant: 90 * 86_400,
+  session: 14 * 86_400,
+  interaction: 60 * 60,
+};
+
+export interface OAuthServerSettings {
+  /** The public API URL: the issuer, and the one resource (audience) tokens are for. */
+  issuer: string;
+}
+
+/** Sealers per purpose: a leak of one kind of ciphertext key reveals nothing of the others. */
+export function sealersFor(serverSecret: Buffer) {
+  return {
+    records: new Sealer(serverSecret, 'records'),
+    clientSecrets: new Sealer(serverSecret, 'client-secrets'),
+    signingKeys: new Sealer(serverSecret, 'signing-keys'),
+  };
+}
+
+interface UserRow {
+  id: string;
+  name: string;
+  email: string;
+  time_zone: string;
+}
+
+/**
+ * oidc-provider configured as this product's authorization server: authorization code with PKCE
+ * (S256; the library supports nothing else) for every sign-in app, rotating refresh tokens (a
+ * reused one revokes the grant), client credentials for integrations, revocation, introspection.
+ * Access tokens are opaque and for one resource, the API, with the product's scopes.
+ */
+export async function createProvider(options: { database: Database; serverSecret: Buffer; logger: Logger; settings: OAuthServerSettings }): Promise<Provider> {
+  const { database, serverSecret, logger, settings } = options;
+  const lifetimes = LIFETIMES;
+  const sealers = sealersFor(serverSecret);
+  const issuer = settings.issuer.replace(/\/+$/, '');
+  const apiResource = `${issuer}/`;
+  const secureCookies = new URL(issuer).protocol === 'https:';
+  const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure: secureCookies, overwrite: true };
+
+  const configuration: Configuration = {
+    adapter: createAdapterFactory(database, sealers.records, sealers.clientSecrets),
+    jwks: { keys: await loadSigningKeys(database.em(), sealers.signingKeys) },
+    cookies: {
+      keys: [deriveKey(serverSecret, 'oauth-server:cookies').toString('base64url')],
+      long: cookieOptions,
+      short: cookieOptions,
+      names: { session: 'oauth_session', interaction: 'oauth_interaction', resume: 'oauth_interaction_resume' },
+    },
+    routes: OAUTH_ROUTES,
+    interactions: { url: (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}` },
+    claims: { openid: ['sub'], profile: ['name', 'email', 'zoneinfo'] },
+    scopes: ['openid', 'offline_access', 'profile'],
+    pkce: { required: () => true },
+    // Only the authorization code flow: nothing issues tokens from the authorization endpoint.
+    responseTypes: ['code'],
+    allowOmittingSingleRegisteredRedirectUri: false,
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      // An app may revoke and introspect only the tokens issued to it.
+      revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
+      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
+      userinfo: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => apiResource,
+        useGrantedResource: () => true,
+        async getResourceServerInfo(ctx, resourceIndicator, client) {
+          if (resourceIndicator !== apiResource) throw new errors.InvalidTarget();
+          const app = await findApp(database.em(), client.clientId);
+          const allowed = new Set(app?.scope.split(' ') ?? []);
+          // Asking for an API scope the app was not registered with is an error, not a silent narrowing.
+          const requested = String(ctx.oidc.params?.scope ?? '').split(' ');
+          const refused = SCOPES.filter((scope) => requested.includes(scope) && !allowed.has(scope));
+          if (refused.length) throw new errors.InvalidScope('the app is not registered for this scope', refused.join(' '));
+          return {
+            scope: SCOPES.filter((scope) => allowed.has(scope)).join(' '),
+            audience: apiResource,
+            accessTokenFormat: 'opaque',
+            accessTokenTTL: lifetimes.accessToken,
+          };
+        },
+      },
+    },
+    async findAccount(_ctx, sub) {
+      const [user] = await database.em().execute<UserRow[]>('select id, name, email, time_zone from users where id = ? and deleted_at is null', [sub]);
+      if (!user) return undefined;
+      return { accountId: user.id, claims: () => ({ sub: user.id, name: user.name, email: user.email, zoneinfo: user.time_zone }) };
+    },
+    // Refresh tokens for every sign-in app, not only for offline_access; rotated on every use.
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    ttl: {
+      AccessToken: lifetimes.accessToken,
+      AuthorizationCode: lifetimes.authorizationCode,
+      ClientCredentials: lifetimes.accessToken,
+      RefreshToken: lifetimes.refreshToken,
+      Grant: lifetimes.grant,
+      Session: lifetimes.session,
+      Interaction: lifetimes.interaction,
+      IdToken: lifetimes.accessToken,
+    },
+    async renderError(ctx: KoaContextWithOIDC, out) {
+      ctx.type = 'html';
+      ctx.body = problemPage('Sign-in problem', `${String(out.error ?? 'error')}: ${String(out.error_description ?? 'the request could not be completed.')}`);
+    },
+  };
+
+  const provider = new Provider(issuer, configuration);
+  // An https issuer is served behind TLS termination: take the scheme from X-Forwarded-Proto, so
+  // Secure cookies are set (the library refuses them on what looks like plain http).
+  provider.proxy = secureCookies;
+  provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'authorization server error'));
+  return provider;
+}
