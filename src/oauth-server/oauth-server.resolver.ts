@@ -6,7 +6,8 @@ import { InvalidInputError } from '../errors/domain-errors.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import { AppsService } from './apps.service.js';
 import type { AppKind, OAuthApp } from './oauth-app.entity.js';
-import { changeOwnPassword } from './passwords.js';
+import { changeOwnPassword, PASSWORD_MAX_LENGTH } from './passwords.js';
+import { MaxLength } from '../graphql/input-bounds.js';
 import { sealersFor } from './provider.js';
 
 export const OAuthAppKindEnum = {
@@ -44,9 +45,11 @@ export class OAuthAppObject implements Partial<Record<keyof OAuthApp, unknown>> 
 
 @InputType({ description: 'The current password proves it is the user; the new one replaces it.' })
 export class ChangeMyPasswordInput {
+  @MaxLength(PASSWORD_MAX_LENGTH)
   @Field()
   currentPassword!: string;
 
+  @MaxLength(PASSWORD_MAX_LENGTH)
   @Field()
   newPassword!: string;
 }
