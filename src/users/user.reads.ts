@@ -52,19 +52,77 @@ export interface UserListOptions {
   after?: { name: string; id: string };
 }
 
+/** A page whose statements run only when asked: the rows for nodes/edges/pageInfo, the count for totalCount. */
 export interface UserRowPage {
-  items: UserRow[];
-  hasNextPage: boolean;
-  countTotal: () => Promise<number>;
+  slice(): Promise<{ items: UserRow[]; hasNextPage: boolean }>;
+  countTotal(): Promise<number>;
 }
 
 /**
- * Terms of one or two characters have no trigram of their own; the `users_search_short_terms_idx`
- * index (Migration20261122001000) indexes every character of name and email tripled, so "zq"
- * becomes the trigram-searchable "zzzqqq" (see README, "Searching users").
+ * How a search page is found (README, "Searching users"). First a bounded walk of the name order
+ * (the first SEARCH_WALK_ROWS live users): a term matching densely fills the page there, in at most
+ * that many rows at any table size. Otherwise the matches are sparse (or late in the order), and
+ * the trigram index finds them all before they are ordered. Both are exact: the walk tests
+ * `ILIKE` on name and email; the index condition is the same test on `name || chr(1) || email`
+ * (chr(1) cannot occur in a term, so no match spans both), and for terms of one or two characters
+ * on that string with every character tripled, where "zq" occurs exactly when "zzzqqq" does.
  */
-const SHORT_TERM_LENGTH = 2;
-const SHORT_TERM_CONDITION = `aag_search_tripled(name || ' ' || email) like '%' || replace(replace(replace(aag_search_tripled(?), '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
+export const SEARCH_WALK_ROWS = 500;
+const SEARCH_TEXT = 'lower(name || chr(1) || email)';
+/** Must stay the expression of `users_search_short_terms_idx`, character for character. */
+const tripled = (text: string) => `regexp_replace(${text}, '(.)', '\\1\\1\\1', 'g')`;
+/** A LIKE pattern built in SQL, so the term is lower-cased by the same lower() as the index. */
+const likePattern = (term: string) => `'%' || replace(replace(replace(${term}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
+
+function indexedCondition(term: string): { sql: string; params: unknown[] } {
+  if (term.includes('\u0001')) {
+    const pattern = `%${escapeLike(term)}%`;
+    return { sql: '(name ilike ? or email ilike ?)', params: [pattern, pattern] };
+  }
+  if ([...term].length <= 2) {
+    return { sql: `${tripled(SEARCH_TEXT)} like ${likePattern(tripled('lower(?)'))}`, params: [term] };
+  }
+  return { sql: `${SEARCH_TEXT} like ${likePattern('lower(?)')}`, params: [term] };
+}
+
+type Statement = { sql: string; params: unknown[] };
+
+/**
+ * The statements of one listing page. Without a term: the page. With one: the bounded walk, and
+ * the indexed search when the walk does not fill the page. `count` runs only when `totalCount` is
+ * selected. Each reads `first + 1` rows, so `hasNextPage` needs no count. Exported so the
+ * benchmark can EXPLAIN exactly what runs.
+ */
+export function userListStatements(accountId: string, options: UserListOptions, fields: Iterable<string>): { walk?: Statement; page: Statement; count: Statement } {
+  const columns = userSelectList(fields);
+  const live = 'account_id = ? and deleted_at is null';
+  const after = options.after ? ' and (name, id) > (?, ?)' : '';
+  const afterParams = options.after ? [options.after.name, options.after.id] : [];
+  const window = [options.first + 1, options.after ? 0 : options.offset ?? 0];
+  const term = options.query?.trim();
+  if (!term) {
+    return {
+      page: { sql: `select ${columns} from users where ${live}${after} order by name, id limit ? offset ?`, params: [accountId, ...afterParams, ...window] },
+      count: { sql: `select count(*) as n from users where ${live}`, params: [accountId] },
+    };
+  }
+  const pattern = `%${escapeLike(term)}%`;
+  const indexed = indexedCondition(term);
+  return {
+    walk: {
+      sql: `select ${columns} from (select * from users where ${live}${after} order by name, id limit ?) walked
+             where name ilike ? or email ilike ? order by name, id limit ? offset ?`,
+      params: [accountId, ...afterParams, SEARCH_WALK_ROWS, pattern, pattern, ...window],
+    },
+    // Materialized: the planner finds the matches through the index, then orders only them.
+    page: {
+      sql: `with matches as materialized (select ${columns} from users where ${live}${after} and ${indexed.sql})
+            select * from matches order by name, id limit ? offset ?`,
+      params: [accountId, ...afterParams, ...indexed.params, ...window],
+    },
+    count: { sql: `select count(*) as n from users where ${live} and ${indexed.sql}`, params: [accountId, ...indexed.params] },
+  };
+}
 
 /** Presenting reads of users: list, show, viewer and counts, as plain rows (see src/db/read-path.ts). */
 export class UserReads {
@@ -99,37 +157,18 @@ export class UserReads {
   }
 
   /**
-   * One page in (name, id) order: one statement for the rows, and one count only when
-   * `countTotal` is called (a client selected `totalCount`). Listings may read from a replica.
+   * One page in (name, id) order (userListStatements); nothing runs until the connection's fields
+   * ask for rows or the count. Listings may read from a replica.
    */
-  async list(options: UserListOptions, fields: Iterable<string>): Promise<UserRowPage> {
-    const conditions = ['account_id = ?', 'deleted_at is null'];
-    const params: unknown[] = [this.principal.accountId];
-    const term = options.query?.trim();
-    if (term) {
-      const pattern = `%${escapeLike(term)}%`;
-      conditions.push('(name ilike ? or email ilike ?)');
-      params.push(pattern, pattern);
-      if ([...term].length <= SHORT_TERM_LENGTH) {
-        conditions.push(SHORT_TERM_CONDITION);
-        params.push(term);
-      }
-    }
-    const filter = conditions.join(' and ');
-    const filterParams = [...params];
-    if (options.after) {
-      conditions.push('(name, id) > (?, ?)');
-      params.push(options.after.name, options.after.id);
-    }
-    const rows = await this.rows(
-      `select ${userSelectList(fields)} from users where ${conditions.join(' and ')} order by name, id limit ? offset ?`,
-      [...params, options.first + 1, options.after ? 0 : options.offset ?? 0],
-      { replica: true },
-    );
+  list(options: UserListOptions, fields: Iterable<string>): UserRowPage {
+    const statement = userListStatements(this.principal.accountId, options, fields);
     return {
-      items: rows.slice(0, options.first),
-      hasNextPage: rows.length > options.first,
-      countTotal: () => this.reads.count(`select count(*) as n from users where ${filter}`, filterParams, { replica: true }),
+      slice: async () => {
+        let rows = statement.walk ? await this.rows(statement.walk.sql, statement.walk.params, { replica: true }) : [];
+        if (rows.length <= options.first) rows = await this.rows(statement.page.sql, statement.page.params, { replica: true });
+        return { items: rows.slice(0, options.first), hasNextPage: rows.length > options.first };
+      },
+      countTotal: () => this.reads.count(statement.count.sql, statement.count.params, { replica: true }),
     };
   }
 }

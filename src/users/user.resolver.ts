@@ -65,11 +65,11 @@ export class UserResolver {
   async users(@Args(() => UsersArgs) args: UsersArgs, @Ctx() context: Context, @Info() info: GraphQLResolveInfo) {
     const offset = checkPageArgs(args, MAX_PAGE_SIZE);
     const after = args.after ? context.runtime.cursors.decode<{ n: string; i: string }>(USERS_CURSOR, args.after, 'after') : undefined;
-    const page = await userReads(context).list(
+    const page = userReads(context).list(
       { query: args.query, first: args.first, offset, after: after ? { name: after.n, id: after.i } : undefined },
       selectedFieldNames(info, ['nodes'], ['edges', 'node']),
     );
-    return UserConnection.from({
+    return UserConnection.deferred({
       ...page,
       hasPreviousPage: Boolean(after) || offset > 0,
       cursorOf: (user) => context.runtime.cursors.encode(USERS_CURSOR, { n: user.name, i: user.id }),

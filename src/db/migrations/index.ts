@@ -3,7 +3,7 @@ import { Migration20261122000100_foundation } from './Migration20261122000100_fo
 import { Migration20261122000300_oauth_delegations } from './Migration20261122000300_oauth_delegations.js';
 import { Migration20261122000400_calendar_feed } from './Migration20261122000400_calendar_feed.js';
 import { Migration20261122000500_notification_subscriptions } from './Migration20261122000500_notification_subscriptions.js';
-import { Migration20261122001000_short_term_search } from './Migration20261122001000_short_term_search.js';
+import { Migration20261122001000_search_strategies } from './Migration20261122001000_search_strategies.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
 export const migrationsList: MigrationObject[] = [
@@ -11,5 +11,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122000300_oauth_delegations', class: Migration20261122000300_oauth_delegations },
   { name: 'Migration20261122000400_calendar_feed', class: Migration20261122000400_calendar_feed },
   { name: 'Migration20261122000500_notification_subscriptions', class: Migration20261122000500_notification_subscriptions },
-  { name: 'Migration20261122001000_short_term_search', class: Migration20261122001000_short_term_search },
+  { name: 'Migration20261122001000_search_strategies', class: Migration20261122001000_search_strategies },
 ];
