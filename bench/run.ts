@@ -234,7 +234,7 @@ for (const size of sizes) {
     { name: 'search: two characters (an, common)', method: 'GET', path: '/users?query=an', baseline: false },
   ];
 
-  for (const scenario of scenarios.filter((candidate) => !only || candidate.name.includes(only))) {
+  for (const scenario of scenarios.filter((candidate) => !only || only.split('|').some((part) => candidate.name.includes(part)))) {
     const appAnswer = await call(app, apiKey, scenario.method, scenario.path, scenario.body);
     if (appAnswer.status !== 200) throw new Error(`${scenario.name}: the service answered ${appAnswer.status}: ${appAnswer.text.slice(0, 300)}`);
     if (scenario.baseline) {
@@ -295,7 +295,7 @@ for (const size of sizes) {
     { name: 'PUT /users (100 elements, all-or-nothing)', method: 'PUT', path: '/users', body: bulkBody, before: async () => {} },
     { name: 'DELETE /oauth_delegations (user with 1,000 delegations)', method: 'DELETE', path: revokePath, body: () => undefined, before: revokeAgain },
   ];
-  for (const write of writes.filter((candidate) => !only || candidate.name.includes(only))) {
+  for (const write of writes.filter((candidate) => !only || only.split('|').some((part) => candidate.name.includes(part)))) {
     await write.before();
     const appAnswer = await call(app, apiKey, write.method, write.path, write.body(0));
     await write.before();
