@@ -105,8 +105,8 @@ async function prepare(size: number): Promise<Prepared> {
     await maintenance.query('vacuum analyze');
     await maintenance.end();
     const { apiKey } = await new AccountsService(database.em()).createApiKey({ accountId: account.id });
-    const [sample] = await em.execute<{ id: string; name: string }[]>(`select id, name from users where account_id = ? and role = 'user' order by id limit 1 offset 500`, [account.id]);
-    const bulk = await em.execute<{ id: string }[]>(`select id from users where account_id = ? and role = 'user' order by id limit 100 offset 1000`, [account.id]);
+    const [sample] = await em.execute<{ id: string; name: string }[]>(`select id, name from users where account_id = ? and role = 'user' order by id limit 1 offset 5`, [account.id]);
+    const bulk = await em.execute<{ id: string }[]>(`select id from users where account_id = ? and role = 'user' order by id limit 100 offset 10`, [account.id]);
     const [delegations] = await em.execute<{ user_id: string }[]>(`select user_id from oauth_delegations where client_id = 'bench' limit 1`);
     return {
       databaseUrl: url.toString(),
@@ -143,7 +143,7 @@ async function seedNestedAndWrites(database: Database, accountId: string) {
     `insert into oauth_delegations (id, account_id, user_id, delegation_type, client_id, scope, access_token_digest, expires_at)
      select gen_random_uuid(), ?, u.id, case when n % 2 = 0 then 'mobile' else 'web' end, 'bench', 'users.read',
             encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex'), now() + interval '30 days'
-       from (select id from users where account_id = ? and role = 'user' order by id limit 1 offset 2000) u
+       from (select id from users where account_id = ? and role = 'user' order by id limit 1 offset 120) u
        cross join generate_series(1, 1000) as n`,
     [accountId, accountId],
   );
