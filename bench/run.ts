@@ -17,7 +17,7 @@ import { openDatabase, type Database } from '../src/db/database.js';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
 import { AccountsService } from '../src/accounts/accounts.service.js';
 import { seedCommand } from '../src/cli/commands/seed.command.js';
-import { userListStatements } from '../src/users/user.reads.js';
+import { SEARCH_MAX_SORTED_MATCHES, userListStatements } from '../src/users/user.reads.js';
 
 const serverUrl = process.env.DATABASE_URL;
 if (!serverUrl) {
@@ -275,7 +275,9 @@ for (const size of sizes) {
   const platform = database.em().getPlatform();
   for (const term of [prepared.rareTerm, 'lovelace', 'q', 'zq', 'an']) {
     const statements = userListStatements(prepared.accountId, { query: term, first: 25 }, ['id', 'name', 'email', 'timeZone', 'color', 'role', 'avatarUrl', 'description', 'invitationSent', 'jobTitle', 'createdViaSso']);
-    for (const [step, statement] of [['walk', statements.walk!], ['indexed', statements.page]] as const) {
+    const [{ n: candidates }] = await database.em().execute<{ n: string }[]>(platform.formatQuery(statements.probe!.sql, statements.probe!.params));
+    const chosen = Number(candidates) > SEARCH_MAX_SORTED_MATCHES ? (['scan', statements.scan!] as const) : (['indexed', statements.page] as const);
+    for (const [step, statement] of [['walk', statements.walk!], ['probe', statements.probe!], chosen] as const) {
       const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(`explain (analyze, buffers) ${platform.formatQuery(statement.sql, statement.params)}`);
       plans.push(`#### ${sizeLabel}, query=${term}, ${step}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);
     }

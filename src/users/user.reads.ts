@@ -61,13 +61,16 @@ export interface UserRowPage {
 /**
  * How a search page is found (README, "Searching users"). First a bounded walk of the name order
  * (the first SEARCH_WALK_ROWS live users): a term matching densely fills the page there, in at most
- * that many rows at any table size. Otherwise the matches are sparse (or late in the order), and
- * the trigram index finds them all before they are ordered. Both are exact: the walk tests
+ * that many rows at any table size. Otherwise the trigram index counts the matches (up to
+ * SEARCH_MAX_SORTED_MATCHES + 1): up to that many, it finds them all and only they are ordered;
+ * beyond, the name order is walked until the page is full. Both are exact: the walk tests
  * `ILIKE` on name and email; the index condition is the same test on `name || chr(1) || email`
  * (chr(1) cannot occur in a term, so no match spans both), and for terms of one or two characters
  * on that string with every character tripled, where "zq" occurs exactly when "zzzqqq" does.
  */
 export const SEARCH_WALK_ROWS = 500;
+/** Above this many matches (counted through the index, up to one more) the matches are not sorted: the name order is walked. */
+export const SEARCH_MAX_SORTED_MATCHES = 5000;
 const SEARCH_TEXT = 'lower(name || chr(1) || email)';
 /** Must stay the expression of `users_search_short_terms_idx`, character for character. */
 const tripled = (text: string) => `regexp_replace(${text}, '(.)', '\\1\\1\\1', 'g')`;
@@ -93,7 +96,11 @@ type Statement = { sql: string; params: unknown[] };
  * selected. Each reads `first + 1` rows, so `hasNextPage` needs no count. Exported so the
  * benchmark can EXPLAIN exactly what runs.
  */
-export function userListStatements(accountId: string, options: UserListOptions, fields: Iterable<string>): { walk?: Statement; page: Statement; count: Statement } {
+export function userListStatements(
+  accountId: string,
+  options: UserListOptions,
+  fields: Iterable<string>,
+): { walk?: Statement; probe?: Statement; scan?: Statement; page: Statement; count: Statement } {
   const columns = userSelectList(fields);
   const live = 'account_id = ? and deleted_at is null';
   const after = options.after ? ' and (name, id) > (?, ?)' : '';
@@ -113,6 +120,14 @@ export function userListStatements(accountId: string, options: UserListOptions, 
       sql: `select ${columns} from (select * from users where ${live}${after} order by name, id limit ?) walked
              where name ilike ? or email ilike ? order by name, id limit ? offset ?`,
       params: [accountId, ...afterParams, SEARCH_WALK_ROWS, pattern, pattern, ...window],
+    },
+    probe: {
+      sql: `select count(*) as n from (select 1 from users where ${live}${after} and ${indexed.sql} limit ?) candidates`,
+      params: [accountId, ...afterParams, ...indexed.params, SEARCH_MAX_SORTED_MATCHES + 1],
+    },
+    scan: {
+      sql: `select ${columns} from users where ${live}${after} and (name ilike ? or email ilike ?) order by name, id limit ? offset ?`,
+      params: [accountId, ...afterParams, pattern, pattern, ...window],
     },
     // Materialized: the planner finds the matches through the index, then orders only them.
     page: {
@@ -164,8 +179,12 @@ export class UserReads {
     const statement = userListStatements(this.principal.accountId, options, fields);
     return {
       slice: async () => {
-        let rows = statement.walk ? await this.rows(statement.walk.sql, statement.walk.params, { replica: true }) : [];
-        if (rows.length <= options.first) rows = await this.rows(statement.page.sql, statement.page.params, { replica: true });
+        const read = (step: Statement) => this.rows(step.sql, step.params, { replica: true });
+        let rows = statement.walk ? await read(statement.walk) : [];
+        if (statement.walk && rows.length > options.first) return { items: rows.slice(0, options.first), hasNextPage: true };
+        // Many matches, but not among the first rows: walking the name order costs less than sorting them all.
+        const many = statement.probe && statement.scan && (await this.reads.count(statement.probe.sql, statement.probe.params, { replica: true })) > SEARCH_MAX_SORTED_MATCHES;
+        rows = await read(many ? statement.scan! : statement.page);
         return { items: rows.slice(0, options.first), hasNextPage: rows.length > options.first };
       },
       countTotal: () => this.reads.count(statement.count.sql, statement.count.params, { replica: true }),
