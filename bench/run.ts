@@ -1,107 +1,351 @@
-// Benchmarks against a real PostgreSQL: `DATABASE_URL=postgres://... npm run bench`.
-// BENCH_USERS (default 1,000,000) users are seeded into a dedicated database `aag_bench`, the
-// app is served in-process, and autocannon drives each scenario; results print as Markdown.
+// `DATABASE_URL=postgres://... npm run bench` (see docs/BENCHMARKS.md). For each size in BENCH_SIZES
+// (default 10,000 and 1,000,000 users) it seeds the database `aag_bench_<size>` on that server,
+// starts the service (bench/app-server.ts) and the hand-written baseline (bench/baseline-server.ts)
+// as child processes, checks that both answer the same bytes, counts SQL statements per request,
+// then drives each scenario with autocannon from its own process in alternating rounds. Writes are
+// timed one request at a time (their state is reset between requests). Markdown on stdout.
 import 'reflect-metadata';
-import { randomBytes } from 'node:crypto';
-import { execFile } from 'node:child_process';
+import { execFile, fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import os from 'node:os';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { allEntities } from '../src/app/features.js';
-import { createApp } from '../src/app/app.js';
-import { openDatabase } from '../src/db/database.js';
+import { openDatabase, type Database } from '../src/db/database.js';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
-import { createLogger } from '../src/logging/logger.js';
-import { createRateLimiter } from '../src/auth/rate-limit.js';
+import { AccountsService } from '../src/accounts/accounts.service.js';
 import { seedCommand } from '../src/cli/commands/seed.command.js';
+import { SEARCH_MAX_SORTED_MATCHES, userListStatements } from '../src/users/user.reads.js';
 
 const serverUrl = process.env.DATABASE_URL;
 if (!serverUrl) {
-  process.stderr.write('Set DATABASE_URL to a PostgreSQL server (the benchmark creates and drops the database aag_bench there).\n');
+  process.stderr.write('Set DATABASE_URL to a PostgreSQL server; the benchmark creates the databases aag_bench_<size> there.\n');
   process.exit(2);
 }
-const users = Number(process.env.BENCH_USERS ?? 1_000_000);
-const duration = Number(process.env.BENCH_SECONDS ?? 10);
+const sizes = (process.env.BENCH_SIZES ?? '10000,1000000').split(',').map(Number);
+const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const writeIterations = Number(process.env.BENCH_WRITE_ITERATIONS ?? 30);
+/** Only the scenarios whose name contains this (profiling one request kind). */
+const only = process.env.BENCH_ONLY;
+/** Keep an already seeded database of the right size (development); the default seeds afresh. */
+const reuse = process.env.BENCH_REUSE === '1';
+const log = (message: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
+const label = (size: number) => (size >= 1_000_000 ? `${size / 1_000_000}M` : size >= 1000 ? `${size / 1000}k` : String(size));
 
-const admin = new pg.Client({ connectionString: serverUrl });
-await admin.connect();
-await admin.query('drop database if exists aag_bench with (force)');
-await admin.query('create database aag_bench');
-await admin.end();
-const url = new URL(serverUrl);
-url.pathname = '/aag_bench';
+interface Server {
+  process: ChildProcess;
+  base: string;
+  request(kind: 'stats' | 'reset' | 'stop'): Promise<{ statements: number; rss: number }>;
+}
 
-const database = await openDatabase({ databaseUrl: url.toString(), dataDir: undefined, entities: allEntities(), poolMax: 20 });
-await database.migrate();
-const account = await bootstrapAccount(database.em(), { accountName: 'Bench', ownerEmail: 'owner@bench.example' });
-const seedStarted = Date.now();
-await seedCommand.run(database, { account: account.account.id, users: String(users), 'shifts-per-user': '0' }, { info: (m) => process.stderr.write(`${m}\n`) });
-await database.em().execute('analyze users');
-const seedSeconds = (Date.now() - seedStarted) / 1000;
+async function startServer(script: string, databaseUrl: string, env: Record<string, string> = {}): Promise<Server> {
+  // BENCH_PROFILE_DIR: the service writes a V8 CPU profile there when it stops (node --cpu-prof).
+  const profile = script === 'app-server.js' && process.env.BENCH_PROFILE_DIR && !env.BENCH_COUNT_STATEMENTS ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+  const child = fork(here(script), [], { env: { ...process.env, ...env, BENCH_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: profile });
+  const [{ port }] = (await once(child, 'message')) as [{ port: number }];
+  return {
+    process: child,
+    base: `http://127.0.0.1:${port}`,
+    async request(kind) {
+      const reply = kind === 'stats' ? once(child, 'message') : undefined;
+      child.send({ kind });
+      if (kind === 'stop') await once(child, 'exit');
+      return reply ? ((await reply)[0] as { statements: number; rss: number }) : { statements: 0, rss: 0 };
+    },
+  };
+}
 
-const logger = createLogger({ logLevel: 'silent' });
-const rateLimiter = createRateLimiter({ perMinute: 100_000_000, logger });
-const server = await createApp({
-  settings: { publicApiUrl: 'http://bench', publicWebUrl: 'http://bench', publicFeedUrl: 'http://bench', apiVendor: 'pagerduty', introspection: false, landingPage: false, corsOrigins: [], graphqlMaxDepth: 12, graphqlMaxCost: 20_000 },
-  database,
-  logger,
-  serverSecret: randomBytes(32),
-  rateLimiter,
-});
-await new Promise<void>((resolve) => server.httpServer.listen(0, '127.0.0.1', resolve));
-const address = server.httpServer.address();
-const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-const headers = { Authorization: `Token token=${account.apiKey}`, Accept: 'application/vnd.pagerduty+json;version=2', 'Content-Type': 'application/json' };
+interface Prepared {
+  databaseUrl: string;
+  accountId: string;
+  apiKey: string;
+  showId: string;
+  rareTerm: string;
+  bulkIds: string[];
+  delegationsUserId: string;
+  seedSeconds: number | null;
+}
 
-const [sample] = await database.em().execute<{ id: string; name: string }[]>('select id, name from users where account_id = ? and role = ? order by id limit 1 offset 500', [account.account.id, 'user']);
-const rareTerm = sample!.name.split(' ').pop()!; // a serial number: matches about one user
-const scenarios: { name: string; path: string; method?: 'GET' | 'POST'; body?: string }[] = [
-  { name: `GET /users?query=${rareTerm} (trigram search, ~1 match)`, path: `/users?query=${rareTerm}` },
-  { name: 'GET /users?query=lovelace (trigram search, many matches, first page)', path: '/users?query=lovelace' },
-  { name: 'GET /users (first page, ordered by name, id)', path: '/users' },
-  { name: 'GET /users?offset=5000 (deep page)', path: '/users?offset=5000' },
-  { name: `GET /users/${sample!.id}`, path: `/users/${sample!.id}` },
-  { name: 'POST /graphql users(query:, first: 25) with totalCount', path: '/graphql', method: 'POST', body: JSON.stringify({ query: `{ users(query: "${rareTerm}", first: 25) { totalCount nodes { id name email } } }` }) },
-];
+/** Seeds (or, with BENCH_REUSE=1, reuses) the database for one size. */
+async function prepare(size: number): Promise<Prepared> {
+  const name = `aag_bench_${label(size).toLowerCase()}`;
+  const url = new URL(serverUrl!);
+  url.pathname = `/${name}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  const exists = (await admin.query('select 1 from pg_database where datname = $1', [name])).rowCount === 1;
+  let seedSeconds: number | null = null;
+  if (!reuse || !exists) {
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.query(`create database ${name}`);
+  }
+  await admin.end();
+  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: undefined, entities: allEntities(), poolMax: 4 });
+  try {
+    await database.migrate();
+    const em = database.em();
+    let [account] = await em.execute<{ id: string }[]>(`select id from accounts where name = 'Bench'`);
+    const [{ n: users } = { n: 0 }] = await em.execute<{ n: string | number }[]>('select count(*) as n from users where deleted_at is null');
+    if (!account || Number(users) < size) {
+      const started = Date.now();
+      if (!account) account = (await bootstrapAccount(database.em(), { accountName: 'Bench', ownerEmail: 'owner@bench.example' })).account;
+      log(`${name}: seeding ${size.toLocaleString('en')} users`);
+      await seedCommand.run(database, { account: account.id, users: String(size - Number(users)), 'shifts-per-user': '0' }, { info: (m) => log(m) });
+      await seedNestedAndWrites(database, account.id);
+      seedSeconds = (Date.now() - started) / 1000;
+    }
+    // Fresh statistics and GIN pending lists merged, as a maintained production database has them.
+    const maintenance = new pg.Client({ connectionString: url.toString() });
+    await maintenance.connect();
+    await maintenance.query('vacuum analyze');
+    await maintenance.end();
+    const { apiKey } = await new AccountsService(database.em()).createApiKey({ accountId: account.id });
+    const [sample] = await em.execute<{ id: string; name: string }[]>(`select id, name from users where account_id = ? and role = 'user' order by id limit 1 offset 5`, [account.id]);
+    const bulk = await em.execute<{ id: string }[]>(`select id from users where account_id = ? and role = 'user' order by id limit 100 offset 10`, [account.id]);
+    const [delegations] = await em.execute<{ user_id: string }[]>(`select user_id from oauth_delegations where client_id = 'bench' limit 1`);
+    return {
+      databaseUrl: url.toString(),
+      accountId: account.id,
+      apiKey,
+      showId: sample!.id,
+      // The seeded serial number: matches about one user.
+      rareTerm: sample!.name.split(' ').pop()!,
+      bulkIds: bulk.map((row) => row.id),
+      delegationsUserId: delegations!.user_id,
+      seedSeconds,
+    };
+  } finally {
+    await database.close();
+  }
+}
 
-// The load comes from a separate process, so it does not share the server's event loop.
-async function load(scenario: (typeof scenarios)[number]) {
-  const requestHeaders = scenario.path === '/graphql' ? { ...headers, Accept: 'application/json' } : headers;
-  const args = ['node_modules/autocannon/autocannon.js', '--json', '-c', String(connections), '-d', String(duration), '-m', scenario.method ?? 'GET'];
-  for (const [name, value] of Object.entries(requestHeaders)) args.push('-H', `${name}=${value}`);
+/** Five subscriptions for each user of the first page, and 1,000 delegations for one user. */
+async function seedNestedAndWrites(database: Database, accountId: string) {
+  const em = database.em();
+  await em.execute(
+    `insert into subscribables (id, account_id, type, public_id, name)
+     select gen_random_uuid(), ?, 'incident', 'PBENCH' || n, 'Bench incident ' || n from generate_series(1, 5) as n`,
+    [accountId],
+  );
+  await em.execute(
+    `insert into notification_subscriptions (account_id, user_id, subscribable_id)
+     select ?, u.id, s.id
+       from (select id from users where account_id = ? and deleted_at is null order by name, id limit 25) u
+       cross join (select id from subscribables where account_id = ? and public_id like 'PBENCH%') s`,
+    [accountId, accountId, accountId],
+  );
+  await em.execute(
+    `insert into oauth_delegations (id, account_id, user_id, delegation_type, client_id, scope, access_token_digest, expires_at)
+     select gen_random_uuid(), ?, u.id, case when n % 2 = 0 then 'mobile' else 'web' end, 'bench', 'users.read',
+            encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex'), now() + interval '30 days'
+       from (select id from users where account_id = ? and role = 'user' order by id limit 1 offset 120) u
+       cross join generate_series(1, 1000) as n`,
+    [accountId, accountId],
+  );
+}
+
+interface LoadResult { rps: number; p50: number; p99: number; failures: number }
+
+interface Scenario {
+  name: string;
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+  baseline: boolean;
+}
+
+async function load(server: Server, scenario: Scenario, apiKey: string): Promise<LoadResult> {
+  const args = [here('../../node_modules/autocannon/autocannon.js'), '--json', '-c', String(connections), '-d', String(seconds), '-m', scenario.method];
+  const headers: Record<string, string> = { Authorization: `Token token=${apiKey}`, 'Content-Type': 'application/json' };
+  headers.Accept = scenario.path === '/graphql' ? 'application/json' : 'application/vnd.pagerduty+json;version=2';
+  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}=${value}`);
   if (scenario.body) args.push('-b', scenario.body);
-  args.push(`${base}${scenario.path}`);
-  const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 16 * 1024 * 1024 });
-  return JSON.parse(stdout) as { requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
+  args.push(`${server.base}${scenario.path}`);
+  const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 });
+  const result = JSON.parse(stdout) as { requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures: result.non2xx + result.errors };
 }
 
-const rows: string[] = [];
-for (const scenario of scenarios) {
-  const result = await load(scenario);
-  rows.push(`| ${scenario.name} | ${result.requests.average.toFixed(0)} | ${result.latency.p50} | ${result.latency.p99} | ${result.non2xx + result.errors} |`);
+async function call(server: Server, apiKey: string, method: string, path: string, body?: string) {
+  const response = await fetch(`${server.base}${path}`, {
+    method,
+    headers: {
+      Authorization: `Token token=${apiKey}`,
+      'Content-Type': 'application/json',
+      Accept: path === '/graphql' ? 'application/json' : 'application/vnd.pagerduty+json;version=2',
+    },
+    body,
+  });
+  return { status: response.status, text: await response.text() };
 }
-const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(
-  `explain analyze select * from users where account_id = ? and deleted_at is null and (name ilike ? or email ilike ?) order by name, id limit 26`,
-  [account.account.id, `%${rareTerm}%`, `%${rareTerm}%`],
-);
 
-process.stdout.write(
-  [
-    `Users: ${users.toLocaleString('en')} (seeded in ${seedSeconds.toFixed(0)} s); ${connections} connections, ${duration} s per scenario; Node ${process.version}.`,
-    '',
-    '| scenario | req/s | p50 ms | p99 ms | non-2xx + errors |',
-    '|---|---|---|---|---|',
-    ...rows,
-    '',
-    'Plan of the search query:',
-    '',
-    '```',
-    ...plan.map((line) => line['QUERY PLAN']),
-    '```',
-    '',
-  ].join('\n'),
-);
+/** SQL statements per request: mean over sequential requests on a counting instance. */
+async function statementsPerRequest(server: Server, apiKey: string, method: string, path: string, body?: string | (() => string | undefined), before?: () => Promise<void>): Promise<number> {
+  const samples = 10;
+  let total = 0;
+  for (let i = 0; i < samples; i++) {
+    await before?.();
+    await server.request('reset');
+    await call(server, apiKey, method, path, typeof body === 'function' ? body() : body);
+    total += (await server.request('stats')).statements;
+  }
+  return total / samples;
+}
 
-await server.stop();
-await rateLimiter.close();
-await database.close();
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))]!;
+const fixed = (value: number, digits = 0) => value.toFixed(digits);
+
+interface Row { size: string; scenario: string; app: LoadResult; baseline?: LoadResult; appStatements: number; baselineStatements?: number }
+
+const output: string[] = [];
+const rows: Row[] = [];
+const searchP50 = new Map<string, Map<string, number>>();
+const plans: string[] = [];
+const memory: string[] = [];
+const startedAt = new Date();
+output.push(`Run started ${startedAt.toISOString()}; ${os.cpus().length} cores; load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}; Node ${process.version}; `
+  + `${connections} connections, ${seconds} s per round, ${rounds} alternating rounds, ${writeIterations} timed requests per write scenario.`);
+
+for (const size of sizes) {
+  const prepared = await prepare(size);
+  const sizeLabel = label(size);
+  log(`${sizeLabel}: ${prepared.seedSeconds === null ? 'reusing seeded database' : `seeded in ${prepared.seedSeconds.toFixed(0)} s`}`);
+  if (prepared.seedSeconds !== null) output.push(`${sizeLabel}: seeded ${size.toLocaleString('en')} users in ${prepared.seedSeconds.toFixed(0)} s.`);
+  const app = await startServer('app-server.js', prepared.databaseUrl);
+  const baseline = await startServer('baseline-server.js', prepared.databaseUrl);
+  const counter = await startServer('app-server.js', prepared.databaseUrl, { BENCH_COUNT_STATEMENTS: '1' });
+  const { apiKey } = prepared;
+
+  const nested = JSON.stringify({ query: '{ users(first: 25) { totalCount nodes { id name email role notificationSubscriptions(first: 5) { totalCount } } } }' });
+  const scenarios: Scenario[] = [
+    { name: 'GET /users/:id', method: 'GET', path: `/users/${prepared.showId}`, baseline: true },
+    { name: 'GET /users?limit=25', method: 'GET', path: '/users?limit=25', baseline: true },
+    { name: 'GraphQL users(first: 25) + totalCount + notificationSubscriptions(first: 5) { totalCount }', method: 'POST', path: '/graphql', body: nested, baseline: true },
+    { name: `search: rare term (${prepared.rareTerm}, ~1 match)`, method: 'GET', path: `/users?query=${prepared.rareTerm}`, baseline: false },
+    { name: 'search: lovelace (6% of users, late in name order)', method: 'GET', path: '/users?query=lovelace', baseline: false },
+    { name: 'search: one character (q, no match)', method: 'GET', path: '/users?query=q', baseline: false },
+    { name: 'search: two characters (zq, no match)', method: 'GET', path: '/users?query=zq', baseline: false },
+    { name: 'search: two characters (an, common)', method: 'GET', path: '/users?query=an', baseline: false },
+  ];
+
+  for (const scenario of scenarios.filter((candidate) => !only || only.split('|').some((part) => candidate.name.includes(part)))) {
+    const appAnswer = await call(app, apiKey, scenario.method, scenario.path, scenario.body);
+    if (appAnswer.status !== 200) throw new Error(`${scenario.name}: the service answered ${appAnswer.status}: ${appAnswer.text.slice(0, 300)}`);
+    if (scenario.baseline) {
+      const baselineAnswer = await call(baseline, apiKey, scenario.method, scenario.path, scenario.body);
+      if (baselineAnswer.text !== appAnswer.text) {
+        throw new Error(`${scenario.name}: the baseline's body differs from the service's\nservice:  ${appAnswer.text.slice(0, 600)}\nbaseline: ${baselineAnswer.text.slice(0, 600)}`);
+      }
+    }
+    const appStatements = await statementsPerRequest(counter, apiKey, scenario.method, scenario.path, scenario.body);
+    const baselineStatements = scenario.baseline ? await statementsPerRequest(baseline, apiKey, scenario.method, scenario.path, scenario.body) : undefined;
+    const appRuns: LoadResult[] = [];
+    const baselineRuns: LoadResult[] = [];
+    for (let round = 0; round < rounds; round++) {
+      log(`${sizeLabel} ${scenario.name}: round ${round + 1}`);
+      const order = scenario.baseline ? (round % 2 === 0 ? ['app', 'baseline'] : ['baseline', 'app']) : ['app'];
+      for (const which of order) {
+        if (which === 'app') appRuns.push(await load(app, scenario, apiKey));
+        else baselineRuns.push(await load(baseline, scenario, apiKey));
+      }
+    }
+    const summarize = (runs: LoadResult[]): LoadResult => ({
+      rps: median(runs.map((r) => r.rps)),
+      p50: median(runs.map((r) => r.p50)),
+      p99: median(runs.map((r) => r.p99)),
+      failures: runs.reduce((sum, r) => sum + r.failures, 0),
+    });
+    const row: Row = { size: sizeLabel, scenario: scenario.name, app: summarize(appRuns), appStatements, ...(scenario.baseline ? { baseline: summarize(baselineRuns), baselineStatements } : {}) };
+    rows.push(row);
+    if (!scenario.baseline || scenario.path.startsWith('/users?limit')) {
+      const key = scenario.baseline ? 'unfiltered first page (GET /users?limit=25)' : scenario.name.replace(/ \(\d+, ~1 match\)/, ' (a serial number, ~1 match)');
+      if (!searchP50.has(key)) searchP50.set(key, new Map());
+      searchP50.get(key)!.set(sizeLabel, row.app.p50);
+    }
+  }
+
+  // Plans of the search statements exactly as the service builds them.
+  const database = await openDatabase({ databaseUrl: prepared.databaseUrl, dataDir: undefined, entities: allEntities(), poolMax: 2 });
+  const platform = database.em().getPlatform();
+  for (const term of [prepared.rareTerm, 'lovelace', 'q', 'zq', 'an']) {
+    const statements = userListStatements(prepared.accountId, { query: term, first: 25 }, ['id', 'name', 'email', 'timeZone', 'color', 'role', 'avatarUrl', 'description', 'invitationSent', 'jobTitle', 'createdViaSso']);
+    const [{ n: candidates }] = await database.em().execute<{ n: string }[]>(platform.formatQuery(statements.probe!.sql, statements.probe!.params));
+    const chosen = Number(candidates) > SEARCH_MAX_SORTED_MATCHES ? (['scan', statements.scan!] as const) : (['indexed', statements.page] as const);
+    for (const [step, statement] of [['walk', statements.walk!], ['probe', statements.probe!], chosen] as const) {
+      const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(`explain (analyze, buffers) ${platform.formatQuery(statement.sql, statement.params)}`);
+      plans.push(`#### ${sizeLabel}, query=${term}, ${step}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);
+    }
+  }
+  await database.close();
+
+  // Writes: one request at a time, alternating servers; the state is reset (untimed) before each.
+  const bulkBody = (i: number) => JSON.stringify({ users: prepared.bulkIds.map((id) => ({ id, type: 'user', job_title: `Bench ${i}` })) });
+  const revokeAgain = async () => {
+    const client = new pg.Client({ connectionString: prepared.databaseUrl });
+    await client.connect();
+    await client.query(`update oauth_delegations set status = 'issued', revoked_at = null, revoked_by_kind = null, revoked_by_credential_id = null, revocation_reason = null where user_id = $1`, [prepared.delegationsUserId]);
+    await client.end();
+  };
+  const revokePath = `/oauth_delegations?user_id=${prepared.delegationsUserId}&type=mobile,web`;
+  const writes = [
+    { name: 'PUT /users (100 elements, all-or-nothing)', method: 'PUT', path: '/users', body: bulkBody, before: async () => {} },
+    { name: 'DELETE /oauth_delegations (user with 1,000 delegations)', method: 'DELETE', path: revokePath, body: () => undefined, before: revokeAgain },
+  ];
+  for (const write of writes.filter((candidate) => !only || only.split('|').some((part) => candidate.name.includes(part)))) {
+    await write.before();
+    const appAnswer = await call(app, apiKey, write.method, write.path, write.body(0));
+    await write.before();
+    const baselineAnswer = await call(baseline, apiKey, write.method, write.path, write.body(0));
+    if (appAnswer.status !== 200 || appAnswer.text !== baselineAnswer.text) {
+      throw new Error(`${write.name}: bodies differ or failed\nservice ${appAnswer.status}: ${appAnswer.text.slice(0, 400)}\nbaseline ${baselineAnswer.status}: ${baselineAnswer.text.slice(0, 400)}`);
+    }
+    let iteration = 1;
+    const appStatements = await statementsPerRequest(counter, apiKey, write.method, write.path, () => write.body(iteration++), write.before);
+    const baselineStatements = await statementsPerRequest(baseline, apiKey, write.method, write.path, () => write.body(iteration++), write.before);
+    const times: Record<'app' | 'baseline', number[]> = { app: [], baseline: [] };
+    log(`${sizeLabel} ${write.name}: ${writeIterations} requests each`);
+    for (let i = 0; i < writeIterations; i++) {
+      for (const which of i % 2 === 0 ? (['app', 'baseline'] as const) : (['baseline', 'app'] as const)) {
+        await write.before();
+        const body = write.body(iteration++);
+        const started = performance.now();
+        const answer = await call(which === 'app' ? app : baseline, apiKey, write.method, write.path, body);
+        times[which].push(performance.now() - started);
+        if (answer.status !== 200) throw new Error(`${write.name} (${which}) answered ${answer.status}`);
+      }
+    }
+    const result = (values: number[]): LoadResult => ({ rps: 1000 / (values.reduce((a, b) => a + b, 0) / values.length), p50: percentile(values, 0.5), p99: percentile(values, 0.99), failures: 0 });
+    rows.push({ size: sizeLabel, scenario: `${write.name} [1 connection]`, app: result(times.app), baseline: result(times.baseline), appStatements, baselineStatements });
+  }
+
+  const appStats = await app.request('stats');
+  const baselineStats = await baseline.request('stats');
+  memory.push(`| ${sizeLabel} | ${fixed(appStats.rss / 1048576)} MB | ${fixed(baselineStats.rss / 1048576)} MB |`);
+  await Promise.all([app.request('stop'), baseline.request('stop'), counter.request('stop')]);
+}
+
+output.push('', '| users | scenario | service req/s | p50 ms | p99 ms | baseline req/s | p50 ms | p99 ms | throughput ratio | p99 ratio | SQL per request (service / baseline) | failures |', '|---|---|---|---|---|---|---|---|---|---|---|---|');
+for (const row of rows) {
+  const b = row.baseline;
+  output.push(`| ${row.size} | ${row.scenario} | ${fixed(row.app.rps)} | ${fixed(row.app.p50, 1)} | ${fixed(row.app.p99, 1)} | ${b ? fixed(b.rps) : ''} | ${b ? fixed(b.p50, 1) : ''} | ${b ? fixed(b.p99, 1) : ''} | `
+    + `${b ? `${fixed(row.app.rps / b.rps, 2)}x` : ''} | ${b ? `${fixed(row.app.p99 / Math.max(b.p99, 0.001), 2)}x` : ''} | ${fixed(row.appStatements, 1)}${row.baselineStatements !== undefined ? ` / ${fixed(row.baselineStatements, 1)}` : ''} | ${row.app.failures + (b?.failures ?? 0)} |`);
+}
+if (sizes.length > 1) {
+  const [small, large] = [label(sizes[0]!), label(sizes[sizes.length - 1]!)];
+  const firstPage = searchP50.get('unfiltered first page (GET /users?limit=25)')?.get(small);
+  output.push('', `| search (service, p50 ms) | ${small} | ${large} | ${large} / ${small} | ${small} / unfiltered first page at ${small} |`, '|---|---|---|---|---|');
+  for (const [name, bySize] of searchP50) {
+    const a = bySize.get(small)!;
+    const b = bySize.get(large)!;
+    output.push(`| ${name} | ${fixed(a, 1)} | ${fixed(b, 1)} | ${fixed(b / Math.max(a, 0.5), 2)}x | ${firstPage ? `${fixed(a / Math.max(firstPage, 0.5), 2)}x` : ''} |`);
+  }
+}
+output.push('', '| users | service RSS after the suite | baseline RSS |', '|---|---|---|', ...memory);
+output.push('', `Run ended ${new Date().toISOString()}; load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}.`, '', '### Plans (EXPLAIN (ANALYZE, BUFFERS), after the load)', '', ...plans, '');
+process.stdout.write(`${output.join('\n')}\n`);

@@ -25,15 +25,29 @@ export interface Page<T> {
   countTotal(): Promise<number>;
 }
 
+/**
+ * A page whose rows load only when a client selects `edges`, `nodes` or `pageInfo`: asking a
+ * connection for `totalCount` alone then costs the count and no rows.
+ */
+export interface DeferredPage<T> {
+  slice(): Promise<{ items: T[]; hasNextPage: boolean }>;
+  hasPreviousPage: boolean;
+  cursorOf(item: T): string;
+  countTotal(): Promise<number>;
+}
+
 export interface ConnectionShape<T> {
-  edges: { cursor: string; node: T }[];
-  nodes: T[];
-  pageInfo: PageInfo;
+  edges: Promise<{ cursor: string; node: T }[]>;
+  nodes: Promise<T[]>;
+  pageInfo: Promise<PageInfo>;
   totalCount: Promise<number>;
 }
 
 /** Builds `<Name>Connection` and `<Name>Edge` object types around a node type. */
-export function connectionType<T>(name: string, nodeType: () => ClassType): ClassType<ConnectionShape<T>> & { from(page: Page<T>): ConnectionShape<T> } {
+export function connectionType<T>(
+  name: string,
+  nodeType: () => ClassType,
+): ClassType<ConnectionShape<T>> & { from(page: Page<T>): ConnectionShape<T>; deferred(page: DeferredPage<T>): ConnectionShape<T> } {
   @ObjectType(`${name}Edge`)
   class Edge {
     @Field(() => String)
@@ -45,33 +59,44 @@ export function connectionType<T>(name: string, nodeType: () => ClassType): Clas
 
   @ObjectType(`${name}Connection`, { description: `A page of ${name} nodes (Relay cursor connection).` })
   class Connection implements ConnectionShape<T> {
-    private page!: Page<T>;
+    private page!: DeferredPage<T>;
+    private loaded?: Promise<{ items: T[]; hasNextPage: boolean }>;
 
     static from(page: Page<T>): Connection {
+      const { items, hasNextPage } = page;
+      return Connection.deferred({ ...page, slice: () => Promise.resolve({ items, hasNextPage }) });
+    }
+
+    static deferred(page: DeferredPage<T>): Connection {
       const connection = new Connection();
       connection.page = page;
       return connection;
     }
 
+    private slice(): Promise<{ items: T[]; hasNextPage: boolean }> {
+      this.loaded ??= this.page.slice();
+      return this.loaded;
+    }
+
     @Field(() => [Edge])
-    get edges(): { cursor: string; node: T }[] {
-      return this.page.items.map((node) => ({ cursor: this.page.cursorOf(node), node }));
+    get edges(): Promise<{ cursor: string; node: T }[]> {
+      return this.slice().then(({ items }) => items.map((node) => ({ cursor: this.page.cursorOf(node), node })));
     }
 
     @Field(() => [nodeType()])
-    get nodes(): T[] {
-      return this.page.items;
+    get nodes(): Promise<T[]> {
+      return this.slice().then(({ items }) => items);
     }
 
     @Field(() => PageInfo)
-    get pageInfo(): PageInfo {
-      const { items, cursorOf } = this.page;
-      return {
-        hasNextPage: this.page.hasNextPage,
-        hasPreviousPage: this.page.hasPreviousPage,
+    get pageInfo(): Promise<PageInfo> {
+      const { cursorOf, hasPreviousPage } = this.page;
+      return this.slice().then(({ items, hasNextPage }) => ({
+        hasNextPage,
+        hasPreviousPage,
         startCursor: items.length ? cursorOf(items[0]!) : null,
         endCursor: items.length ? cursorOf(items[items.length - 1]!) : null,
-      };
+      }));
     }
 
     @Field(() => Int, { description: 'All nodes matching the arguments, across pages.' })

@@ -6,9 +6,7 @@ import { checkPageArgs } from '../graphql/connection.js';
 import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
 import { MaxLength } from '../graphql/input-bounds.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
-import type { User } from '../users/user.entity.js';
-import { UserType } from '../users/user.type.js';
-import { NotificationSubscription } from './notification-subscription.entity.js';
+import { UserType, type UserSource } from '../users/user.type.js';
 import { CreateNotificationSubscriptionsInput, RemoveNotificationSubscriptionsInput } from './notification-subscription.inputs.js';
 import {
   CreateNotificationSubscriptionsPayload,
@@ -18,7 +16,7 @@ import {
   NotificationSubscriptionType,
   RemoveNotificationSubscriptionsPayload,
 } from './notification-subscription.type.js';
-import { MAX_SUBSCRIPTIONS_PAGE_SIZE, NotificationSubscriptionsService, type SubscriptionPage } from './notification-subscriptions.service.js';
+import { MAX_SUBSCRIPTIONS_PAGE_SIZE, NotificationSubscriptionsService, type SubscriptionRow, type SubscriptionSlice } from './notification-subscriptions.service.js';
 import type { SubscribableType } from './subscribable.entity.js';
 
 const SUBSCRIPTIONS_CURSOR = 'notification-subscriptions';
@@ -46,13 +44,33 @@ export function notificationSubscriptionsService(context: Context): Notification
   return new NotificationSubscriptionsService(context.em, requirePrincipal(context), context.transactions);
 }
 
-/** Checks the page arguments and serves one page of a user's subscriptions as a connection. */
-async function subscriptionsConnection(
-  context: Context,
-  userId: string,
-  args: NotificationSubscriptionsPageArgs,
-  load: (options: { first: number; offset: number; afterId?: string }) => Promise<SubscriptionPage>,
-) {
+/**
+ * Per request, batched across every user on the page: one grouped statement for the slices of one
+ * page shape (first/offset) and one grouped count, each only if some client field needs it.
+ */
+function slicesLoader(context: Context, service: NotificationSubscriptionsService, page: { first: number; offset: number }) {
+  return context.loaders.get(`notification-subscription-slices:${page.first}:${page.offset}`, () =>
+    new DataLoader<string, SubscriptionSlice>(async (userIds) => {
+      const found = await service.slicesFor(userIds, page);
+      return userIds.map((id) => found.get(id)!);
+    }),
+  );
+}
+
+function countsLoader(context: Context, service: NotificationSubscriptionsService) {
+  return context.loaders.get('notification-subscription-counts', () =>
+    new DataLoader<string, number>(async (userIds) => {
+      const found = await service.countsFor(userIds);
+      return userIds.map((id) => found.get(id) ?? 0);
+    }),
+  );
+}
+
+/**
+ * Checks the page arguments and answers one user's subscriptions as a connection whose rows and
+ * count load only if selected. Callers have checked access to the user.
+ */
+function subscriptionsConnection(context: Context, service: NotificationSubscriptionsService, userId: string, args: NotificationSubscriptionsPageArgs) {
   const offset = checkPageArgs(args, MAX_SUBSCRIPTIONS_PAGE_SIZE);
   let afterId: string | undefined;
   if (args.after) {
@@ -63,11 +81,13 @@ async function subscriptionsConnection(
     }
     afterId = cursor.i;
   }
-  const page = await load({ first: args.first, offset, afterId });
-  return NotificationSubscriptionConnection.from({
-    ...page,
+  const first = args.first;
+  return NotificationSubscriptionConnection.deferred({
+    // A cursor names one user's list, so only first/offset pages are batched across users.
+    slice: () => (afterId ? service.sliceAfter(userId, { first, afterId }) : slicesLoader(context, service, { first, offset }).load(userId)),
     hasPreviousPage: Boolean(afterId) || offset > 0,
     cursorOf: (subscription) => context.runtime.cursors.encode(SUBSCRIPTIONS_CURSOR, { u: userId, i: subscription.id }),
+    countTotal: () => countsLoader(context, service).load(userId),
   });
 }
 
@@ -79,8 +99,10 @@ export class NotificationSubscriptionsResolver {
     description: 'A user\'s notification subscriptions, in subscription order (the same list as `User.notificationSubscriptions`, '
       + 'reachable with the `subscribers.read` scope alone). The user themself or can_update_user; NOT_FOUND for unknown users.',
   })
-  notificationSubscriptions(@Args(() => UserNotificationSubscriptionsArgs) args: UserNotificationSubscriptionsArgs, @Ctx() context: Context) {
-    return subscriptionsConnection(context, args.userId, args, (options) => notificationSubscriptionsService(context).list(args.userId, options));
+  async notificationSubscriptions(@Args(() => UserNotificationSubscriptionsArgs) args: UserNotificationSubscriptionsArgs, @Ctx() context: Context) {
+    const service = notificationSubscriptionsService(context);
+    await service.assertMayList(args.userId);
+    return subscriptionsConnection(context, service, args.userId, args);
   }
 
   @Authorized<Requirement>('subscribers.write', 'write')
@@ -114,37 +136,18 @@ export class UserNotificationSubscriptionsResolver {
   @FieldResolver(() => NotificationSubscriptionConnection, {
     description: 'The entities this user is subscribed to, in subscription order. The user themself or can_update_user (FORBIDDEN otherwise).',
   })
-  notificationSubscriptions(@Root() user: User, @Args(() => NotificationSubscriptionsPageArgs) args: NotificationSubscriptionsPageArgs, @Ctx() context: Context) {
-    return subscriptionsConnection(context, user.id, args, async (options) => {
-      const service = notificationSubscriptionsService(context);
-      // A cursor names one user's list, so only first/offset pages are batched across users.
-      if (options.afterId) return service.listFor(user, options);
-      service.assertMayRead(user.id);
-      const counts = context.loaders.get('notification-subscription-counts', () =>
-        new DataLoader<string, number>(async (userIds) => {
-          const found = await service.countsFor(userIds);
-          return userIds.map((id) => found.get(id) ?? 0);
-        }),
-      );
-      const pages = context.loaders.get(`notification-subscription-pages:${options.first}:${options.offset}`, () =>
-        new DataLoader<string, SubscriptionPage>(async (userIds) => {
-          const found = await service.pagesFor(userIds, { first: options.first, offset: options.offset }, (userId) => counts.load(userId));
-          return userIds.map((id) => found.get(id)!);
-        }),
-      );
-      return pages.load(user.id);
-    });
+  notificationSubscriptions(@Root() user: UserSource, @Args(() => NotificationSubscriptionsPageArgs) args: NotificationSubscriptionsPageArgs, @Ctx() context: Context) {
+    const service = notificationSubscriptionsService(context);
+    service.assertMayRead(user.id);
+    return subscriptionsConnection(context, service, user.id, args);
   }
 }
 
-/**
- * The node's fields. Every list query loads the subscribed entity with the subscription (one SQL
- * join, see NotificationSubscriptionsService.listFor), so none of these queries the database.
- */
+/** The node's fields, from the plain rows the reads return (the entity comes joined: no statement here). */
 @Resolver(() => NotificationSubscriptionType)
 export class NotificationSubscriptionFieldsResolver {
   @FieldResolver(() => ID, { description: 'The subscribed user\'s id.' })
-  subscriberId(@Root() subscription: NotificationSubscription): string {
+  subscriberId(@Root() subscription: SubscriptionRow): string {
     return subscription.userId;
   }
 
@@ -154,22 +157,22 @@ export class NotificationSubscriptionFieldsResolver {
   }
 
   @FieldResolver(() => String, { description: 'The public id of the entity.' })
-  subscribableId(@Root() subscription: NotificationSubscription): string {
-    return subscription.subscribable.publicId;
+  subscribableId(@Root() subscription: SubscriptionRow): string {
+    return subscription.subscribableId;
   }
 
   @FieldResolver(() => NotificationSubscribableTypeEnum)
-  subscribableType(@Root() subscription: NotificationSubscription): SubscribableType {
-    return subscription.subscribable.type;
+  subscribableType(@Root() subscription: SubscriptionRow): SubscribableType {
+    return subscription.subscribableType;
   }
 
   @FieldResolver(() => String, { nullable: true, description: 'The entity\'s name from the registry.' })
-  subscribableName(@Root() subscription: NotificationSubscription): string | null {
-    return subscription.subscribable.name ?? null;
+  subscribableName(@Root() subscription: SubscriptionRow): string | null {
+    return subscription.subscribableName ?? null;
   }
 
   @FieldResolver(() => ID, { description: 'The subscriber\'s account.' })
-  accountId(@Root() subscription: NotificationSubscription): string {
-    return subscription.account.id;
+  accountId(@Root() subscription: SubscriptionRow): string {
+    return subscription.accountId;
   }
 }

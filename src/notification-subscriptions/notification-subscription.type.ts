@@ -3,7 +3,7 @@ import { DateTimeResolver } from 'graphql-scalars';
 import { connectionType } from '../graphql/connection.js';
 import type { NotificationSubscription } from './notification-subscription.entity.js';
 import type { SubscribableType } from './subscribable.entity.js';
-import type { SubscriptionResult } from './notification-subscriptions.service.js';
+import type { SubscriptionResult, SubscriptionRow } from './notification-subscriptions.service.js';
 
 export const NotificationSubscribableTypeEnum = {
   INCIDENT: 'incident',
@@ -48,7 +48,7 @@ export class NotificationSubscriptionType implements Partial<Record<keyof Notifi
   createdAt!: Date;
 }
 
-export const NotificationSubscriptionConnection = connectionType<NotificationSubscription>('NotificationSubscription', () => NotificationSubscriptionType);
+export const NotificationSubscriptionConnection = connectionType<SubscriptionRow>('NotificationSubscription', () => NotificationSubscriptionType);
 
 @ObjectType({ description: 'The outcome of subscribing one user to one entity.' })
 export class NotificationSubscriptionAttempt {

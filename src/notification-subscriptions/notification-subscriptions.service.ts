@@ -6,6 +6,7 @@ import { NotFoundError, UnprocessableError } from '../errors/domain-errors.js';
 import type { User } from '../users/user.entity.js';
 import { UsersService } from '../users/user.service.js';
 import { lockLiveUser } from '../users/user-locks.js';
+import { isoTimestamp, placeholders, readPath, toDate } from '../db/read-path.js';
 import { NotificationSubscription } from './notification-subscription.entity.js';
 import { MAX_SUBSCRIBABLE_FIELD_LENGTH, SUBSCRIBABLE_TYPES, isSubscribableType, type SubscribableType } from './subscribable.entity.js';
 
@@ -39,18 +40,25 @@ export interface RemovalCounts {
   nonExistentCount: number;
 }
 
-export interface SubscriptionListOptions {
-  first: number;
-  offset?: number;
-  /** Subscriptions after this id (keyset paging). */
-  afterId?: string;
+/** A subscription as reads present it: a plain row with its entity's public face (no entities). */
+export interface SubscriptionRow {
+  id: string;
+  userId: string;
+  accountId: string;
+  createdAt: Date;
+  subscribableId: string;
+  subscribableType: SubscribableType;
+  subscribableName: string;
 }
 
-export interface SubscriptionPage {
-  items: NotificationSubscription[];
+/** One page of one user's list (`first + 1` rows were read, so `hasNextPage` needs no count). */
+export interface SubscriptionSlice {
+  items: SubscriptionRow[];
   hasNextPage: boolean;
-  countTotal: () => Promise<number>;
 }
+
+const SUBSCRIPTION_COLUMNS = `ns.id::text as id, ns.user_id as "userId", ns.account_id as "accountId", ${isoTimestamp('ns.created_at', 'createdAt')},
+       s.public_id as "subscribableId", s.type as "subscribableType", s.name as "subscribableName"`;
 
 const refKey = (ref: SubscribableRef) => `${ref.subscribableType}\u0000${ref.subscribableId}`;
 
@@ -179,54 +187,52 @@ export class NotificationSubscriptionsService {
     }, 'notificationSubscriptions.unsubscribe');
   }
 
-  /** A page of the user's subscriptions in subscription order, with each entity loaded by a join. */
-  async list(userId: string, options: SubscriptionListOptions): Promise<SubscriptionPage> {
-    return this.listFor(await this.subscriber(userId, { write: false }), options);
+  /** The user (404 for unknown, deleted or another account's) once the caller may read their list. */
+  async assertMayList(userId: string): Promise<void> {
+    await this.subscriber(userId, { write: false });
   }
 
   /**
-   * The same page (first/offset) of several users' lists in two statements, whatever the number of
-   * users: a LATERAL query walks each user's index for the page's ids, then one joined query loads
-   * those subscriptions with their entities. Callers check access to each user first (`assertMayRead`).
+   * The same page (first/offset) of several users' lists in ONE statement, whatever the number of
+   * users and the page size: a LATERAL join walks each user's index for the page and joins the
+   * entities. Callers check access to each user first (`assertMayRead`).
    */
-  async pagesFor(
-    userIds: readonly string[],
-    options: { first: number; offset: number },
-    countTotal: (userId: string) => Promise<number>,
-  ): Promise<Map<string, SubscriptionPage>> {
-    const pages = new Map<string, SubscriptionPage>();
-    if (userIds.length === 0) return pages;
-    if (userIds.length === 1) {
-      // One user: a single joined query does it.
-      const [userId] = userIds as [string];
-      const page = await this.listFor({ id: userId }, options);
-      return pages.set(userId, { ...page, countTotal: () => countTotal(userId) });
-    }
-    const picked = await this.em.execute<{ id: string }[]>(
-      `select ns.id from (values ${userIds.map(() => '(?::varchar)').join(', ')}) as u(id)
+  async slicesFor(userIds: readonly string[], options: { first: number; offset: number }): Promise<Map<string, SubscriptionSlice>> {
+    const slices = new Map<string, SubscriptionSlice>();
+    if (userIds.length === 0) return slices;
+    const rows = await readPath(this.em).rows<SubscriptionRow>(
+      `select ${SUBSCRIPTION_COLUMNS}
+         from (values ${userIds.map(() => '(?::varchar)').join(', ')}) as u(id)
          cross join lateral (
-           select id from notification_subscriptions
+           select id, user_id, account_id, subscribable_id, created_at from notification_subscriptions
             where user_id = u.id and account_id = ?
             order by id limit ? offset ?
-         ) ns`,
+         ) ns
+         join subscribables s on s.id = ns.subscribable_id`,
       [...userIds, this.principal.accountId, options.first + 1, options.offset],
     );
-    const rows = picked.length
-      ? await this.em.find(NotificationSubscription, { id: { $in: picked.map((row) => String(row.id)) } }, { populate: ['subscribable'], strategy: 'joined', orderBy: { id: 'asc' } })
-      : [];
-    for (const userId of userIds) {
-      const own = rows.filter((row) => row.userId === userId);
-      pages.set(userId, { items: own.slice(0, options.first), hasNextPage: own.length > options.first, countTotal: () => countTotal(userId) });
-    }
-    return pages;
+    return groupSlices(userIds, rows, options.first);
   }
 
-  /** How many subscriptions each user has, in one statement. */
+  /** One user's page after a cursor (keyset on the identity column), in one statement. */
+  async sliceAfter(userId: string, options: { first: number; afterId: string }): Promise<SubscriptionSlice> {
+    policy.assertSelfOrUserManager(this.principal, userId);
+    const rows = await readPath(this.em).rows<SubscriptionRow>(
+      `select ${SUBSCRIPTION_COLUMNS}
+         from notification_subscriptions ns join subscribables s on s.id = ns.subscribable_id
+        where ns.user_id = ? and ns.account_id = ? and ns.id > ?
+        order by ns.id limit ?`,
+      [userId, this.principal.accountId, options.afterId, options.first + 1],
+    );
+    return groupSlices([userId], rows, options.first).get(userId)!;
+  }
+
+  /** How many subscriptions each user has, in one grouped statement (no rows loaded). */
   async countsFor(userIds: readonly string[]): Promise<Map<string, number>> {
     const rows = userIds.length
-      ? await this.em.execute<{ user_id: string; n: number | string }[]>(
+      ? await readPath(this.em).rows<{ user_id: string; n: number | string }>(
           `select user_id, count(*) as n from notification_subscriptions
-            where account_id = ? and user_id in (${userIds.map(() => '?').join(', ')}) group by user_id`,
+            where account_id = ? and user_id in (${placeholders(userIds)}) group by user_id`,
           [this.principal.accountId, ...userIds],
         )
       : [];
@@ -239,28 +245,18 @@ export class NotificationSubscriptionsService {
   assertMayRead(userId: string): void {
     policy.assertSelfOrUserManager(this.principal, userId);
   }
+}
 
-  /** As `list`, for a user already loaded (the `User.notificationSubscriptions` field). */
-  async listFor(user: Pick<User, 'id'>, options: SubscriptionListOptions): Promise<SubscriptionPage> {
-    policy.assertSelfOrUserManager(this.principal, user.id);
-    const where = { userId: user.id, account: this.principal.accountId };
-    const rows = await this.em.find(
-      NotificationSubscription,
-      options.afterId ? { ...where, id: { $gt: options.afterId } } : where,
-      {
-        populate: ['subscribable'],
-        strategy: 'joined',
-        orderBy: { id: 'asc' },
-        limit: options.first + 1,
-        offset: options.afterId ? 0 : options.offset ?? 0,
-      },
-    );
-    return {
-      items: rows.slice(0, options.first),
-      hasNextPage: rows.length > options.first,
-      countTotal: () => this.em.count(NotificationSubscription, where),
-    };
+function groupSlices(userIds: readonly string[], rows: SubscriptionRow[], first: number): Map<string, SubscriptionSlice> {
+  const byUser = new Map<string, SubscriptionRow[]>(userIds.map((id) => [id, []]));
+  for (const row of rows) byUser.get(row.userId)?.push({ ...row, createdAt: toDate(row.createdAt) });
+  const slices = new Map<string, SubscriptionSlice>();
+  for (const [userId, own] of byUser) {
+    // Identity values only grow, so numeric order is subscription order.
+    own.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+    slices.set(userId, { items: own.slice(0, first), hasNextPage: own.length > first });
   }
+  return slices;
 }
 
 /** Runs inside the transaction that deletes the user, which holds the user's row lock that subscription writes queue on. */

@@ -1,13 +1,16 @@
-import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import type { GraphQLResolveInfo } from 'graphql';
 import { URLResolver } from 'graphql-scalars';
 import type { Requirement } from '../auth/auth-checker.js';
 import { checkPageArgs } from '../graphql/connection.js';
 import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
 import { MaxLength } from '../graphql/input-bounds.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
-import { User } from './user.entity.js';
+import { readPath } from '../db/read-path.js';
+import { selectedFieldNames } from '../graphql/selection.js';
+import { UserReads, type UserRow } from './user.reads.js';
 import { MAX_PAGE_SIZE, UsersService } from './user.service.js';
-import { UserConnection, UserType } from './user.type.js';
+import { UserConnection, UserType, type UserSource } from './user.type.js';
 import { USER_FIELD_LIMITS } from './user.validation.js';
 import {
   CreateUserInput,
@@ -39,6 +42,11 @@ class UsersArgs {
   offset?: number | null;
 }
 
+/** Presenting reads (plain rows, selected columns); mutations go through UsersService. */
+function userReads(context: Context): UserReads {
+  return new UserReads(readPath(context.em), requirePrincipal(context));
+}
+
 export function usersService(context: Context): UsersService {
   return new UsersService(context.em, requirePrincipal(context), context.transactions, context.runtime.userDeletedHooks);
 }
@@ -47,28 +55,26 @@ export function usersService(context: Context): UsersService {
 export class UserResolver {
   @Authorized<Requirement>('users.read')
   @Query(() => UserType, { description: 'The user the credential acts as; an account API key has none (BAD_USER_INPUT).' })
-  viewer(@Ctx() context: Context): Promise<User> {
-    return usersService(context).viewer();
+  viewer(@Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UserRow> {
+    return userReads(context).viewer(selectedFieldNames(info));
   }
 
   @Authorized<Requirement>('users.read')
   @Query(() => UserType, { description: 'A user of the account; NOT_FOUND for deleted users and other accounts\' ids.' })
-  user(@Arg('id', () => ID) id: string, @Ctx() context: Context): Promise<User> {
-    return usersService(context).get(id);
+  user(@Arg('id', () => ID) id: string, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UserRow> {
+    return userReads(context).get(id, selectedFieldNames(info));
   }
 
   @Authorized<Requirement>('users.read')
   @Query(() => UserConnection, { description: 'Users of the account, ordered by name then id.' })
-  async users(@Args(() => UsersArgs) args: UsersArgs, @Ctx() context: Context) {
+  async users(@Args(() => UsersArgs) args: UsersArgs, @Ctx() context: Context, @Info() info: GraphQLResolveInfo) {
     const offset = checkPageArgs(args, MAX_PAGE_SIZE);
     const after = args.after ? context.runtime.cursors.decode<{ n: string; i: string }>(USERS_CURSOR, args.after, 'after') : undefined;
-    const page = await usersService(context).list({
-      query: args.query,
-      first: args.first,
-      offset,
-      after: after ? { name: after.n, id: after.i } : undefined,
-    });
-    return UserConnection.from({
+    const page = userReads(context).list(
+      { query: args.query, first: args.first, offset, after: after ? { name: after.n, id: after.i } : undefined },
+      selectedFieldNames(info, ['nodes'], ['edges', 'node']),
+    );
+    return UserConnection.deferred({
       ...page,
       hasPreviousPage: Boolean(after) || offset > 0,
       cursorOf: (user) => context.runtime.cursors.encode(USERS_CURSOR, { n: user.name, i: user.id }),
@@ -101,17 +107,17 @@ export class UserResolver {
   }
 
   @FieldResolver(() => URLResolver, { description: 'The user\'s REST API URL.' })
-  self(@Root() user: User, @Ctx() context: Context): string {
+  self(@Root() user: UserSource, @Ctx() context: Context): string {
     return `${context.runtime.urls.api}/users/${user.id}`;
   }
 
   @FieldResolver(() => URLResolver, { description: 'Where the user is shown in the web app.' })
-  htmlUrl(@Root() user: User, @Ctx() context: Context): string {
+  htmlUrl(@Root() user: UserSource, @Ctx() context: Context): string {
     return `${context.runtime.urls.web}/users/${user.id}`;
   }
 
   @FieldResolver(() => URLResolver)
-  avatarUrl(@Root() user: User, @Ctx() context: Context): string {
+  avatarUrl(@Root() user: UserSource, @Ctx() context: Context): string {
     return user.avatarUrl ?? `${context.runtime.urls.web}/assets/blank-avatar.png`;
   }
 }

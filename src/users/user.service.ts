@@ -1,7 +1,7 @@
 import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/sql';
 import { Account } from '../accounts/account.entity.js';
-import { canUpdateUser, isUserPrincipal, type Principal } from '../auth/principal.js';
+import { canUpdateUser, type Principal } from '../auth/principal.js';
 import { policy } from '../auth/policy.js';
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { PUBLIC_ID_PATTERN, newPublicId } from '../db/public-id.js';
@@ -15,24 +15,7 @@ export const MAX_USERS_PER_BULK_UPDATE = 100;
 export const MAX_PAGE_SIZE = 100;
 const COLORS = ['green', 'red', 'purple', 'orange', 'teal', 'blue', 'brown', 'cayenne', 'forest-green', 'navy', 'violet', 'turquoise'];
 
-export interface UserListOptions {
-  query?: string | null;
-  first: number;
-  offset?: number;
-  after?: { name: string; id: string };
-}
-
-export interface UserPage {
-  items: User[];
-  hasNextPage: boolean;
-  countTotal: () => Promise<number>;
-}
-
 export type UserPatch = UserFields & { id: string };
-
-function escapeLike(value: string): string {
-  return value.replace(/[\\%_]/g, (char) => `\\${char}`);
-}
 
 function isEmailConflict(error: unknown): boolean {
   return error instanceof UniqueConstraintViolationException && /users_account_email_live_uniq/.test(error.message);
@@ -56,40 +39,6 @@ export class UsersService {
     const user = PUBLIC_ID_PATTERN.test(id) ? await em.findOne(User, this.liveUserFilter(id)) : null;
     if (!user) throw new NotFoundError('user');
     return user;
-  }
-
-  async viewer(): Promise<User> {
-    if (!isUserPrincipal(this.principal)) {
-      throw new InvalidInputError('This request requires user-level credentials (a user API key or OAuth token); an account API key has no current user.');
-    }
-    return this.get(this.principal.userId);
-  }
-
-  async list(options: UserListOptions): Promise<UserPage> {
-    const where: FilterQuery<User>[] = [{ account: this.principal.accountId, deletedAt: null }];
-    const query = options.query?.trim();
-    if (query) {
-      const pattern = `%${escapeLike(query)}%`;
-      where.push({ $or: [{ name: { $ilike: pattern } }, { email: { $ilike: pattern } }] });
-    }
-    const filter: FilterQuery<User> = { $and: where };
-    const page: FilterQuery<User>[] = [...where];
-    if (options.after) {
-      const { name, id } = options.after;
-      page.push({ $or: [{ name: { $gt: name } }, { name, id: { $gt: id } }] });
-    }
-    const rows = await this.em.find(User, { $and: page }, {
-      orderBy: [{ name: 'asc' }, { id: 'asc' }],
-      limit: options.first + 1,
-      offset: options.after ? 0 : options.offset ?? 0,
-      // Listings tolerate replica lag; nothing else reads from a replica.
-      connectionType: 'read',
-    });
-    return {
-      items: rows.slice(0, options.first),
-      hasNextPage: rows.length > options.first,
-      countTotal: () => this.em.count(User, filter, { connectionType: 'read' }),
-    };
   }
 
   async create(fields: UserFields): Promise<User> {

@@ -4,6 +4,7 @@ import { TimeZoneScalar } from '../graphql/scalars.js';
 import type { UserRole } from '../auth/roles.js';
 import { connectionType } from '../graphql/connection.js';
 import type { User } from './user.entity.js';
+import type { UserRow } from './user.reads.js';
 
 export const UserRoleEnum = {
   OWNER: 'owner',
@@ -61,4 +62,7 @@ export class UserType implements Partial<Record<keyof User, unknown>> {
   createdAt!: Date;
 }
 
-export const UserConnection = connectionType<User>('User', () => UserType);
+/** A user as field resolvers see it: a plain row from a read, or the entity a mutation returns. */
+export type UserSource = UserRow | User;
+
+export const UserConnection = connectionType<UserRow>('User', () => UserType);

@@ -3,6 +3,7 @@ import { Migration20261122000100_foundation } from './Migration20261122000100_fo
 import { Migration20261122000300_oauth_delegations } from './Migration20261122000300_oauth_delegations.js';
 import { Migration20261122000400_calendar_feed } from './Migration20261122000400_calendar_feed.js';
 import { Migration20261122000500_notification_subscriptions } from './Migration20261122000500_notification_subscriptions.js';
+import { Migration20261122001000_search_strategies } from './Migration20261122001000_search_strategies.js';
 import { Migration20261122001200_oauth_server } from './Migration20261122001200_oauth_server.js';
 import { Migration20261122001300_idempotency_keys } from './Migration20261122001300_idempotency_keys.js';
 
@@ -12,6 +13,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122000300_oauth_delegations', class: Migration20261122000300_oauth_delegations },
   { name: 'Migration20261122000400_calendar_feed', class: Migration20261122000400_calendar_feed },
   { name: 'Migration20261122000500_notification_subscriptions', class: Migration20261122000500_notification_subscriptions },
+  { name: 'Migration20261122001000_search_strategies', class: Migration20261122001000_search_strategies },
   { name: 'Migration20261122001200_oauth_server', class: Migration20261122001200_oauth_server },
   { name: 'Migration20261122001300_idempotency_keys', class: Migration20261122001300_idempotency_keys },
 ];

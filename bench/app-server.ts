@@ -1,0 +1,54 @@
+// The service under benchmark, started as a child process by bench/run.ts: the full stack
+// (createApp: request id, CORS, access log, authentication, rate limit, envelope, GraphQL
+// execution) on the benchmark database. The access log is written (to /dev/null) like in
+// production, at level info. With BENCH_COUNT_STATEMENTS=1 it counts the SQL statements it runs.
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import { destination } from 'pino';
+import { allEntities } from '../src/app/features.js';
+import { createApp } from '../src/app/app.js';
+import { openDatabase } from '../src/db/database.js';
+import { createLogger } from '../src/logging/logger.js';
+import { createRateLimiter } from '../src/auth/rate-limit.js';
+import { BENCH_URLS } from './settings.js';
+
+let statements = 0;
+const counting = process.env.BENCH_COUNT_STATEMENTS === '1';
+const database = await openDatabase({
+  databaseUrl: process.env.BENCH_DATABASE_URL,
+  dataDir: undefined,
+  entities: allEntities(),
+  poolMax: 10,
+  ...(counting ? { onQuery: () => void statements++ } : {}),
+});
+const logger = createLogger({ logLevel: 'info' }, destination({ dest: '/dev/null', sync: false }));
+// Generous enough never to refuse: the limiter still runs on every request.
+const rateLimiter = createRateLimiter({ perMinute: 1_000_000_000, logger });
+const server = await createApp({
+  settings: {
+    publicApiUrl: BENCH_URLS.api,
+    publicWebUrl: BENCH_URLS.web,
+    publicFeedUrl: BENCH_URLS.feed,
+    apiVendor: 'pagerduty',
+    introspection: false,
+    landingPage: false,
+    corsOrigins: [],
+    graphqlMaxDepth: 12,
+    graphqlMaxCost: 20_000,
+  },
+  database,
+  logger,
+  serverSecret: randomBytes(32),
+  rateLimiter,
+});
+server.httpServer.listen(0, '127.0.0.1', () => {
+  const address = server.httpServer.address();
+  process.send?.({ port: typeof address === 'object' && address ? address.port : 0 });
+});
+process.on('message', (message: { kind: string }) => {
+  if (message.kind === 'stats') process.send?.({ statements, rss: process.memoryUsage().rss });
+  if (message.kind === 'reset') statements = 0;
+  if (message.kind === 'stop') {
+    void server.stop().then(() => rateLimiter.close()).then(() => database.close()).then(() => process.exit(0));
+  }
+});

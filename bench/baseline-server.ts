@@ -1,0 +1,169 @@
+// The hand-written baseline of `npm run bench`: node:http + pg, no framework, no ORM. It runs the
+// same SQL statements as the service for each benchmarked request and answers the same JSON bytes
+// (bench/run.ts compares the bodies before timing). Started as a child process by bench/run.ts.
+import http from 'node:http';
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { BENCH_URLS } from './settings.js';
+
+const pool = new pg.Pool({ connectionString: process.env.BENCH_DATABASE_URL, max: 10 });
+let statements = 0;
+type Client = pg.Pool | pg.PoolClient;
+const query = <T extends pg.QueryResultRow>(client: Client, sql: string, params: unknown[] = []) => {
+  statements++;
+  return client.query<T>(sql, params);
+};
+
+interface Principal {
+  accountId: string;
+  credentialId: string;
+}
+
+async function authenticate(header: string | undefined): Promise<Principal | undefined> {
+  const match = /^Token token=(.+)$/.exec(header ?? '');
+  if (!match) return undefined;
+  const digest = createHash('sha256').update(match[1]!, 'utf8').digest('hex');
+  const { rows } = await query<{ id: string; account_id: string }>(pool,
+    `select k.id, k.account_id, k.user_id, k.read_only, u.role
+       from api_keys k
+       left join users u on u.id = k.user_id and u.deleted_at is null
+      where k.token_digest = $1 and k.revoked_at is null`,
+    [digest],
+  );
+  return rows[0] ? { accountId: rows[0].account_id, credentialId: rows[0].id } : undefined;
+}
+
+const USER_COLUMNS = 'id, name, email, time_zone, color, role, avatar_url, description, invitation_sent, job_title, created_via_sso';
+interface UserRecord {
+  id: string; name: string; email: string; time_zone: string; color: string; role: string; avatar_url: string | null;
+  description: string | null; invitation_sent: boolean; job_title: string | null; created_via_sso: boolean;
+}
+
+function present(user: UserRecord) {
+  return {
+    id: user.id,
+    type: 'user',
+    summary: user.name,
+    self: `${BENCH_URLS.api}/users/${user.id}`,
+    html_url: `${BENCH_URLS.web}/users/${user.id}`,
+    name: user.name,
+    email: user.email,
+    time_zone: user.time_zone,
+    color: user.color,
+    role: user.role,
+    avatar_url: user.avatar_url ?? `${BENCH_URLS.web}/assets/blank-avatar.png`,
+    description: user.description,
+    invitation_sent: user.invitation_sent,
+    ...(user.job_title !== null ? { job_title: user.job_title } : {}),
+    created_via_sso: user.created_via_sso,
+    teams: [],
+    contact_methods: [],
+    notification_rules: [],
+  };
+}
+
+function send(res: http.ServerResponse, status: number, body: string) {
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+async function readBody(req: http.IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
+  const principal = await authenticate(req.headers.authorization);
+  if (!principal) return send(res, 401, '{"error":{"message":"Unauthorized","code":2006,"errors":[]}}');
+  const url = new URL(req.url ?? '/', 'http://baseline');
+  const show = /^\/users\/(P[A-Z0-9]{6})$/.exec(url.pathname);
+  if (req.method === 'GET' && show) {
+    const { rows } = await query<UserRecord>(pool, `select ${USER_COLUMNS} from users where id = $1 and account_id = $2 and deleted_at is null`, [show[1], principal.accountId]);
+    if (!rows[0]) return send(res, 404, '{"error":{"message":"Not Found","code":2100,"errors":[]}}');
+    return send(res, 200, JSON.stringify({ user: present(rows[0]) }));
+  }
+  if (req.method === 'GET' && url.pathname === '/users') {
+    const limit = Number(url.searchParams.get('limit') ?? 25);
+    const { rows } = await query<UserRecord>(pool,
+      `select ${USER_COLUMNS} from users where account_id = $1 and deleted_at is null order by name, id limit $2 offset 0`,
+      [principal.accountId, limit + 1],
+    );
+    return send(res, 200, JSON.stringify({ users: rows.slice(0, limit).map(present), limit, offset: 0, more: rows.length > limit, total: null }));
+  }
+  if (req.method === 'POST' && url.pathname === '/graphql') {
+    // Only the benchmark's nested document: { users(first: 25) { totalCount nodes { id name email role notificationSubscriptions(first: 5) { totalCount } } } }
+    await readBody(req);
+    const [page, total] = await Promise.all([
+      query<{ id: string; name: string; email: string; role: string }>(pool,
+        'select id, name, email, role from users where account_id = $1 and deleted_at is null order by name, id limit 26 offset 0', [principal.accountId]),
+      query<{ n: string }>(pool, 'select count(*) as n from users where account_id = $1 and deleted_at is null', [principal.accountId]),
+    ]);
+    const nodes = page.rows.slice(0, 25);
+    const counts = await query<{ user_id: string; n: string }>(pool,
+      'select user_id, count(*) as n from notification_subscriptions where account_id = $1 and user_id = any($2) group by user_id',
+      [principal.accountId, nodes.map((node) => node.id)],
+    );
+    const byUser = new Map(counts.rows.map((row) => [row.user_id, Number(row.n)]));
+    const data = {
+      users: {
+        totalCount: Number(total.rows[0]!.n),
+        nodes: nodes.map((node) => ({ id: node.id, name: node.name, email: node.email, role: node.role.toUpperCase(), notificationSubscriptions: { totalCount: byUser.get(node.id) ?? 0 } })),
+      },
+    };
+    return send(res, 200, `${JSON.stringify({ data })}\n`);
+  }
+  if (req.method === 'PUT' && url.pathname === '/users') {
+    const { users } = JSON.parse(await readBody(req)) as { users: { id: string; job_title: string }[] };
+    const client = await pool.connect();
+    try {
+      await query(client, 'begin');
+      const found = await query<{ id: string }>(client, 'select id from users where id = any($1) and account_id = $2 and deleted_at is null', [users.map((u) => u.id), principal.accountId]);
+      if (found.rowCount !== users.length) {
+        await query(client, 'rollback');
+        return send(res, 400, '{"error":{"message":"Invalid Input Provided","code":2001,"errors":[]}}');
+      }
+      const updated = await query<UserRecord>(client,
+        `update users set job_title = t.job_title, updated_at = now() from unnest($1::text[], $2::text[]) as t(id, job_title)
+          where users.id = t.id returning ${USER_COLUMNS.split(', ').map((column) => `users.${column}`).join(', ')}`,
+        [users.map((u) => u.id), users.map((u) => u.job_title)],
+      );
+      await query(client, 'commit');
+      const byId = new Map(updated.rows.map((row) => [row.id, row]));
+      return send(res, 200, JSON.stringify({ users: users.map((u) => present(byId.get(u.id)!)) }));
+    } catch (error) {
+      await query(client, 'rollback');
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+  if (req.method === 'DELETE' && url.pathname === '/oauth_delegations') {
+    const userId = url.searchParams.get('user_id');
+    const types = (url.searchParams.get('type') ?? '').split(',');
+    await query(pool,
+      `update oauth_delegations set status = 'revoked', revoked_at = now(), revoked_by_kind = 'account_key', revoked_by_credential_id = $1, revocation_reason = 'sign_out'
+        where account_id = $2 and user_id = $3 and status = 'issued' and delegation_type = any($4)`,
+      [principal.credentialId, principal.accountId, userId, types],
+    );
+    return send(res, 200, '{"status":"ok"}');
+  }
+  send(res, 404, '{"error":{"message":"Not Found","code":2100,"errors":[]}}');
+}
+
+const server = http.createServer((req, res) => {
+  handle(req, res).catch((error: unknown) => {
+    process.stderr.write(`baseline: ${String(error)}\n`);
+    if (!res.headersSent) send(res, 500, '{"error":{"message":"Internal Server Error","code":2000,"errors":[]}}');
+  });
+});
+server.keepAliveTimeout = 5000;
+server.listen(0, '127.0.0.1', () => {
+  const address = server.address();
+  process.send?.({ port: typeof address === 'object' && address ? address.port : 0 });
+});
+process.on('message', (message: { kind: string }) => {
+  if (message.kind === 'stats') process.send?.({ statements, rss: process.memoryUsage().rss });
+  if (message.kind === 'reset') statements = 0;
+  if (message.kind === 'stop') server.close(() => pool.end().then(() => process.exit(0)));
+});

@@ -1,0 +1,52 @@
+import type { EntityManager } from '@mikro-orm/sql';
+
+/**
+ * The one place that decides how presenting reads reach the database. Reads that only present data
+ * (users list/show/viewer, counts, connection pages) run one plain SQL statement through the
+ * request's connection and get plain objects back: no entity construction, no identity map, no
+ * unit of work, only the columns asked for. Writes keep entities and transactions.
+ *
+ * Measured under load (docs/BENCHMARKS.md): entity hydration and the identity map were the largest
+ * share of a read request's CPU; a plain row costs a fraction of that.
+ */
+export interface ReadPath {
+  /** Rows as plain objects. `replica` reads may lag the primary (listings only, never credentials). */
+  rows<T extends object>(sql: string, params: readonly unknown[], options?: { replica?: boolean }): Promise<T[]>;
+  /** A `count(*)` (or any single number in column `n`): counts without loading rows. */
+  count(sql: string, params: readonly unknown[], options?: { replica?: boolean }): Promise<number>;
+}
+
+export function readPath(em: EntityManager): ReadPath {
+  const connection = (replica: boolean | undefined) => em.getConnection(replica ? 'read' : 'write');
+  return {
+    rows<T extends object>(sql: string, params: readonly unknown[], options: { replica?: boolean } = {}) {
+      return connection(options.replica).execute<T[]>(sql, [...params], 'all');
+    },
+    async count(sql: string, params: readonly unknown[], options: { replica?: boolean } = {}) {
+      const [row] = await connection(options.replica).execute<{ n: number | string }[]>(sql, [...params], 'all');
+      return Number(row?.n ?? 0);
+    },
+  };
+}
+
+/**
+ * A timestamptz column selected for a plain row: the driver hands timestamps over as text in the
+ * server's format, so select ISO 8601 and turn it into a Date with `toDate`.
+ */
+export function isoTimestamp(column: string, alias: string): string {
+  return `to_json(${column}) #>> '{}' as "${alias}"`;
+}
+
+export function toDate(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(value);
+}
+
+/** `?, ?, ?` for a list of values (em.execute inlines each as an escaped literal). */
+export function placeholders(values: readonly unknown[]): string {
+  return values.map(() => '?').join(', ');
+}
+
+/** Escapes `\`, `%` and `_` so a user's term matches literally inside a LIKE pattern. */
+export function escapeLike(value: string): string {
+  return value.replace(/[\\%_]/g, (char) => `\\${char}`);
+}

@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { startHarness, type Harness, type TestAccount } from './support/harness.js';
+
+/**
+ * SQL statements per request on the read paths (issue #9): every statement the app runs passes
+ * through onQuery, so these counts are what PostgreSQL sees.
+ */
+let h: Harness;
+let counting = false;
+let statements: string[] = [];
+let account: TestAccount;
+const USERS = 30;
+const SUBSCRIPTIONS_EACH = 6;
+
+beforeAll(async () => {
+  h = await startHarness({
+    onQuery: (sql) => {
+      if (counting) statements.push(sql);
+    },
+  });
+  account = await h.createAccount();
+  const em = h.database.em();
+  await em.execute(
+    `insert into users (id, account_id, name, email, time_zone, color, role)
+     select 'PQC' || lpad(n::text, 4, '0'), ?, 'Counted ' || lpad(n::text, 4, '0'), 'counted' || n || '@example.com', 'Etc/UTC', 'green', 'user'
+       from generate_series(1, ?) as n`,
+    [account.id, USERS],
+  );
+  await em.execute(
+    `insert into subscribables (id, account_id, type, public_id, name)
+     select gen_random_uuid(), ?, 'incident', 'PQCINC' || n, 'Counted incident ' || n from generate_series(1, ?) as n`,
+    [account.id, SUBSCRIPTIONS_EACH],
+  );
+  await em.execute(
+    `insert into notification_subscriptions (account_id, user_id, subscribable_id)
+     select ?, u.id, s.id from users u cross join subscribables s where u.account_id = ? and u.id like 'PQC%' and s.account_id = ?
+      order by u.id, s.public_id`,
+    [account.id, account.id, account.id],
+  );
+});
+afterAll(async () => {
+  await h.close();
+});
+
+async function counted<T>(run: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
+  statements = [];
+  counting = true;
+  try {
+    const result = await run();
+    return { result, statements: [...statements] };
+  } finally {
+    counting = false;
+  }
+}
+
+const readsSubscriptionRows = (sql: string) => /from notification_subscriptions/i.test(sql) && !/count\(\*\)/i.test(sql);
+const readsUserRows = (sql: string) => /from users/i.test(sql) && !/count\(\*\)/i.test(sql) && !/api_keys/i.test(sql);
+
+describe('statements per request', () => {
+  test('the nested page: credential, page, total and one grouped count for every user\'s subscriptions', async () => {
+    const { result, statements: seen } = await counted(() =>
+      h.graphql('{ users(first: 25) { totalCount nodes { id name email role notificationSubscriptions(first: 5) { totalCount } } } }', {}, account.key),
+    );
+    expect(result.errors).toBeUndefined();
+    expect(result.data.users.totalCount).toBe(USERS + 1);
+    const counts = result.data.users.nodes.filter((node: { id: string }) => node.id.startsWith('PQC')).map((node: any) => node.notificationSubscriptions.totalCount);
+    expect(counts).toHaveLength(25);
+    expect(new Set(counts)).toEqual(new Set([SUBSCRIPTIONS_EACH]));
+    expect(seen).toHaveLength(4);
+    expect(seen.filter(readsSubscriptionRows)).toEqual([]);
+  });
+
+  test('a connection costs one statement per page, whatever the page sizes', async () => {
+    const query = (users: number, each: number) => `{ users(first: ${users}) { nodes { id notificationSubscriptions(first: ${each}) { pageInfo { hasNextPage } nodes { subscribableName } } } } }`;
+    const small = await counted(() => h.graphql(query(2, 1), {}, account.key));
+    const large = await counted(() => h.graphql(query(25, 5), {}, account.key));
+    expect(small.result.errors).toBeUndefined();
+    expect(large.result.errors).toBeUndefined();
+    const pages = large.result.data.users.nodes.filter((node: { id: string }) => node.id.startsWith('PQC'));
+    expect(pages).toHaveLength(25);
+    for (const node of pages) {
+      expect(node.notificationSubscriptions.nodes.map((n: { subscribableName: string }) => n.subscribableName)).toEqual(
+        ['Counted incident 1', 'Counted incident 2', 'Counted incident 3', 'Counted incident 4', 'Counted incident 5'],
+      );
+      expect(node.notificationSubscriptions.pageInfo.hasNextPage).toBe(true);
+    }
+    // credential, the users page, the subscriptions of every user on it
+    expect(small.statements).toHaveLength(3);
+    expect(large.statements).toHaveLength(3);
+    expect(large.statements.filter(readsSubscriptionRows)).toHaveLength(1);
+  });
+
+  test('asking only for totalCount loads no rows', async () => {
+    const { result, statements: seen } = await counted(() => h.graphql('{ users(first: 25) { totalCount } }', {}, account.key));
+    expect(result.data).toEqual({ users: { totalCount: USERS + 1 } });
+    expect(seen).toHaveLength(2);
+    expect(seen.filter(readsUserRows)).toEqual([]);
+
+    const user = await counted(() => h.graphql('query ($id: ID!) { user(id: $id) { id notificationSubscriptions(first: 100) { totalCount } } }', { id: 'PQC0001' }, account.key));
+    expect(user.result.data.user.notificationSubscriptions.totalCount).toBe(SUBSCRIPTIONS_EACH);
+    expect(user.statements).toHaveLength(3);
+    expect(user.statements.filter(readsSubscriptionRows)).toEqual([]);
+  });
+
+  test('REST reads: two statements each (the credential and the read); the total only when asked', async () => {
+    const show = await counted(() => h.rest('get', '/users/PQC0003', { key: account.key }));
+    expect(show.result.status).toBe(200);
+    expect(show.result.body.user.name).toBe('Counted 0003');
+    expect(show.statements).toHaveLength(2);
+
+    const list = await counted(() => h.rest('get', '/users?limit=25', { key: account.key }));
+    expect(list.result.status).toBe(200);
+    expect(list.result.body.users).toHaveLength(25);
+    expect(list.result.body.more).toBe(true);
+    expect(list.statements).toHaveLength(2);
+
+    const withTotal = await counted(() => h.rest('get', '/users?limit=25&total=true', { key: account.key }));
+    expect(withTotal.result.body.total).toBe(USERS + 1);
+    expect(withTotal.statements).toHaveLength(3);
+  });
+});
