@@ -10,6 +10,6 @@ import { baseOrmOptions, openEmbedded, postgresOrmOptions } from './src/db/datab
 export default async () => {
   const config = loadConfig();
   const base = baseOrmOptions(allEntities());
-  const connection = config.databaseUrl ? postgresOrmOptions(config.databaseUrl, 10, config.databaseReplicaUrls) : (await openEmbedded(config.dataDir)).options;
+  const connection = config.databaseUrl ? postgresOrmOptions(config.databaseUrl, { replicaUrls: config.databaseReplicaUrls }) : (await openEmbedded(config.dataDir)).options;
   return defineConfig({ ...base, ...connection } as Parameters<typeof defineConfig>[0]);
 };

@@ -98,7 +98,15 @@ export function baseOrmOptions(entities: Function[], onQuery?: (sql: string) => 
  * everything else, credential look-ups and every read a write depends on included, uses the
  * primary, so a revoked token is never accepted from a lagging replica.
  */
-export function postgresOrmOptions(databaseUrl: string, poolMax = 10, replicaUrls: readonly string[] = [], poolTimeoutMs = DEFAULT_POOL_TIMEOUT_MS, statementTimeoutMs?: number): Partial<Options> {
+export interface PostgresConnectionOptions {
+  poolMax?: number;
+  replicaUrls?: readonly string[];
+  poolTimeoutMs?: number;
+  statementTimeoutMs?: number;
+}
+
+export function postgresOrmOptions(databaseUrl: string, connection: PostgresConnectionOptions = {}): Partial<Options> {
+  const { poolMax = 10, replicaUrls = [], poolTimeoutMs = DEFAULT_POOL_TIMEOUT_MS, statementTimeoutMs } = connection;
   return {
     driver: PostgreSqlDriver,
     clientUrl: databaseUrl,
@@ -165,7 +173,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let orm: MikroORM;
   let embedded: EmbeddedConnection | undefined;
   if (options.databaseUrl) {
-    orm = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, options.poolMax, options.replicaUrls, options.poolTimeoutMs, options.statementTimeoutMs) } as Options);
+    orm = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, options) } as Options);
   } else {
     embedded = await openEmbedded(options.dataDir, options.embeddedAccess);
     try {
@@ -193,7 +201,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       // A migration (an index build on a large table) may rightly run for minutes: it gets a
       // short-lived connection of its own without the requests' statement timeout.
       if (!options.databaseUrl || !options.statementTimeoutMs) return (await orm.migrator.up()).map((migration) => migration.name);
-      const migrating = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, 1) } as Options);
+      const migrating = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, { poolMax: 1 }) } as Options);
       try {
         return (await migrating.migrator.up()).map((migration) => migration.name);
       } finally {
