@@ -1,6 +1,6 @@
 import DataLoader from 'dataloader';
 import { Arg, Authorized, Ctx, FieldResolver, Mutation, Resolver, Root } from 'type-graphql';
-import { URLResolver } from 'graphql-scalars';
+import { URLScalar } from '../graphql/scalars.js';
 import type { Requirement } from '../auth/auth-checker.js';
 import { NotFoundError } from '../errors/domain-errors.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
@@ -37,13 +37,13 @@ const URL_RULE = 'Only for the user themself and for holders of can_update_user 
 @Resolver(() => UserType)
 export class CalendarFeedResolver {
   @Authorized<Requirement>()
-  @FieldResolver(() => URLResolver, { nullable: true, description: `The user's private iCal feed URL (https). ${URL_RULE}` })
+  @FieldResolver(() => URLScalar, { nullable: true, description: `The user's private iCal feed URL (https). ${URL_RULE}` })
   async httpCalUrl(@Root() user: User, @Ctx() context: Context): Promise<string> {
     return (await urlsFor(user, context)).http;
   }
 
   @Authorized<Requirement>()
-  @FieldResolver(() => URLResolver, { nullable: true, description: `The same feed as \`httpCalUrl\` with the webcal:// scheme. ${URL_RULE}` })
+  @FieldResolver(() => URLScalar, { nullable: true, description: `The same feed as \`httpCalUrl\` with the webcal:// scheme. ${URL_RULE}` })
   async webCalUrl(@Root() user: User, @Ctx() context: Context): Promise<string> {
     return (await urlsFor(user, context)).webcal;
   }

@@ -78,9 +78,11 @@ export function connectionType<T>(
       return this.loaded;
     }
 
+    // Cursors are signed (an HMAC each), so they are computed only when a document selects them.
     @Field(() => [Edge])
     get edges(): Promise<{ cursor: string; node: T }[]> {
-      return this.slice().then(({ items }) => items.map((node) => ({ cursor: this.page.cursorOf(node), node })));
+      const { cursorOf } = this.page;
+      return this.slice().then(({ items }) => items.map((node) => ({ get cursor() { return cursorOf(node); }, node })));
     }
 
     @Field(() => [nodeType()])
@@ -94,8 +96,8 @@ export function connectionType<T>(
       return this.slice().then(({ items, hasNextPage }) => ({
         hasNextPage,
         hasPreviousPage,
-        startCursor: items.length ? cursorOf(items[0]!) : null,
-        endCursor: items.length ? cursorOf(items[items.length - 1]!) : null,
+        get startCursor() { return items.length ? cursorOf(items[0]!) : null; },
+        get endCursor() { return items.length ? cursorOf(items[items.length - 1]!) : null; },
       }));
     }
 

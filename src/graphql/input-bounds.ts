@@ -15,11 +15,13 @@ import {
   valueFromAST,
   visit,
   visitWithTypeInfo,
+  type ArgumentNode,
   type DocumentNode,
   type GraphQLArgument,
   type GraphQLInputField,
   type GraphQLInputType,
   type GraphQLSchema,
+  type OperationDefinitionNode,
 } from 'graphql';
 import { Extensions } from 'type-graphql';
 import { InvalidInputError } from '../errors/domain-errors.js';
@@ -118,6 +120,38 @@ function valueProblems(value: unknown, type: GraphQLInputType, where: string, bo
   if (typeof value === 'string') problems.push(...stringProblems(value, where, bound));
 }
 
+interface ArgumentSite { node: ArgumentNode; argument: GraphQLArgument }
+
+/**
+ * Where an operation passes arguments, in document order, with each argument's definition. It
+ * depends on the document alone, not on the variables, and finding it walks the whole document
+ * with type information; the REST facade runs the same few documents (and Apollo keeps parsed
+ * ones), so it is remembered per schema, document and operation (weakly: forgotten with them).
+ */
+const argumentSites = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, WeakMap<OperationDefinitionNode, ArgumentSite[]>>>();
+
+function argumentSitesOf(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): ArgumentSite[] {
+  let byDocument = argumentSites.get(schema);
+  if (!byDocument) argumentSites.set(schema, (byDocument = new WeakMap()));
+  let byOperation = byDocument.get(document);
+  if (!byOperation) byDocument.set(document, (byOperation = new WeakMap()));
+  const known = byOperation.get(operation);
+  if (known) return known;
+  const sites: ArgumentSite[] = [];
+  const typeInfo = new TypeInfo(schema);
+  const definitions = document.definitions.filter((definition) => definition === operation || definition.kind === Kind.FRAGMENT_DEFINITION);
+  for (const definition of definitions) {
+    visit(definition, visitWithTypeInfo(typeInfo, {
+      Argument(node) {
+        const argument = typeInfo.getArgument();
+        if (argument) sites.push({ node, argument });
+      },
+    }));
+  }
+  byOperation.set(operation, sites);
+  return sites;
+}
+
 /**
  * The problems with the values an operation passes to its fields' arguments: variables that do
  * not coerce to their types (graphql-js's messages, whose quoting of the value is bounded), then
@@ -132,17 +166,9 @@ export function operationInputProblems(schema: GraphQLSchema, document: Document
   if (coerced.errors) return coerced.errors.map((error) => boundedMessage(error.message));
   const variables = coerced.coerced;
   const problems: string[] = [];
-  const typeInfo = new TypeInfo(schema);
-  const definitions = document.definitions.filter((definition) => definition === operation || definition.kind === Kind.FRAGMENT_DEFINITION);
-  for (const definition of definitions) {
-    visit(definition, visitWithTypeInfo(typeInfo, {
-      Argument(node) {
-        const argument = typeInfo.getArgument();
-        if (!argument) return;
-        const value = valueFromAST(node.value, argument.type, variables);
-        valueProblems(value, argument.type, node.name.value, boundOf(argument, argument.type), problems);
-      },
-    }));
+  for (const site of argumentSitesOf(schema, document, operation)) {
+    const value = valueFromAST(site.node.value, site.argument.type, variables);
+    valueProblems(value, site.argument.type, site.node.name.value, boundOf(site.argument, site.argument.type), problems);
   }
   return problems;
 }

@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
 import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
-import { DateTimeResolver, URLResolver } from 'graphql-scalars';
+import { DateTimeResolver } from 'graphql-scalars';
+import { URLScalar } from '../graphql/scalars.js';
 import type { Requirement } from '../auth/auth-checker.js';
 import { InvalidInputError } from '../errors/domain-errors.js';
 import { checkPageArgs } from '../graphql/connection.js';
@@ -126,12 +127,12 @@ export class OAuthDelegationResolver {
     return { revokedCount: await oauthDelegationsService(context).revoke(input.userId, input.types) };
   }
 
-  @FieldResolver(() => URLResolver, { description: 'The delegation\'s REST API URL.' })
+  @FieldResolver(() => URLScalar, { description: 'The delegation\'s REST API URL.' })
   self(@Root() delegation: OAuthDelegation, @Ctx() context: Context): string {
     return `${context.runtime.urls.api}/users/${delegation.userId}/oauth_delegations/${delegation.id}`;
   }
 
-  @FieldResolver(() => URLResolver, { description: 'Where the delegation is shown in the web app.' })
+  @FieldResolver(() => URLScalar, { description: 'Where the delegation is shown in the web app.' })
   htmlUrl(@Root() delegation: OAuthDelegation, @Ctx() context: Context): string {
     return `${context.runtime.urls.web}/users/${delegation.userId}/oauth_delegations/${delegation.id}`;
   }

@@ -1,6 +1,6 @@
 import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import type { GraphQLResolveInfo } from 'graphql';
-import { URLResolver } from 'graphql-scalars';
+import { URLScalar } from '../graphql/scalars.js';
 import type { Requirement } from '../auth/auth-checker.js';
 import { checkPageArgs } from '../graphql/connection.js';
 import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
@@ -106,17 +106,17 @@ export class UserResolver {
     return { deletedUserId: input.id };
   }
 
-  @FieldResolver(() => URLResolver, { description: 'The user\'s REST API URL.' })
+  @FieldResolver(() => URLScalar, { description: 'The user\'s REST API URL.' })
   self(@Root() user: UserSource, @Ctx() context: Context): string {
     return `${context.runtime.urls.api}/users/${user.id}`;
   }
 
-  @FieldResolver(() => URLResolver, { description: 'Where the user is shown in the web app.' })
+  @FieldResolver(() => URLScalar, { description: 'Where the user is shown in the web app.' })
   htmlUrl(@Root() user: UserSource, @Ctx() context: Context): string {
     return `${context.runtime.urls.web}/users/${user.id}`;
   }
 
-  @FieldResolver(() => URLResolver)
+  @FieldResolver(() => URLScalar)
   avatarUrl(@Root() user: UserSource, @Ctx() context: Context): string {
     return user.avatarUrl ?? `${context.runtime.urls.web}/assets/blank-avatar.png`;
   }
