@@ -33,6 +33,12 @@ const writeIterations = Number(process.env.BENCH_WRITE_ITERATIONS ?? 30);
 const only = process.env.BENCH_ONLY;
 /** Keep an already seeded database of the right size (development); the default seeds afresh. */
 const reuse = process.env.BENCH_REUSE === '1';
+/** Database name prefix (default `aag_bench`), so two checkouts with different schemas keep their own seeded databases. */
+const databasePrefix = process.env.BENCH_DB_PREFIX ?? 'aag_bench';
+if (!/^[a-z_][a-z0-9_]*$/.test(databasePrefix)) {
+  process.stderr.write('BENCH_DB_PREFIX must be a lower-case SQL identifier.\n');
+  process.exit(2);
+}
 const log = (message: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 const label = (size: number) => (size >= 1_000_000 ? `${size / 1_000_000}M` : size >= 1000 ? `${size / 1000}k` : String(size));
@@ -73,7 +79,7 @@ interface Prepared {
 
 /** Seeds (or, with BENCH_REUSE=1, reuses) the database for one size. */
 async function prepare(size: number): Promise<Prepared> {
-  const name = `aag_bench_${label(size).toLowerCase()}`;
+  const name = `${databasePrefix}_${label(size).toLowerCase()}`;
   const url = new URL(serverUrl!);
   url.pathname = `/${name}`;
   const admin = new pg.Client({ connectionString: serverUrl });
