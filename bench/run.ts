@@ -17,7 +17,8 @@ import { openDatabase, type Database } from '../src/db/database.js';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
 import { AccountsService } from '../src/accounts/accounts.service.js';
 import { seedCommand } from '../src/cli/commands/seed.command.js';
-import { SEARCH_MAX_SORTED_MATCHES, userListStatements } from '../src/users/user.reads.js';
+import { useIndexedSearch, userListStatements } from '../src/users/user.reads.js';
+import { readPath } from '../src/db/read-path.js';
 
 const serverUrl = process.env.DATABASE_URL;
 if (!serverUrl) {
@@ -235,6 +236,8 @@ for (const size of sizes) {
     { name: 'GraphQL users(first: 25) + totalCount + notificationSubscriptions(first: 5) { totalCount }', method: 'POST', path: '/graphql', body: nested, baseline: true },
     { name: `search: rare term (${prepared.rareTerm}, ~1 match)`, method: 'GET', path: `/users?query=${prepared.rareTerm}`, baseline: false },
     { name: 'search: lovelace (6% of users, late in name order)', method: 'GET', path: '/users?query=lovelace', baseline: false },
+    // The first name sorting last: every match lies in the last 6% of the name order.
+    { name: 'search: shafi (6% of users, last in name order)', method: 'GET', path: '/users?query=shafi', baseline: false },
     { name: 'search: one character (q, no match)', method: 'GET', path: '/users?query=q', baseline: false },
     { name: 'search: two characters (zq, no match)', method: 'GET', path: '/users?query=zq', baseline: false },
     { name: 'search: two characters (an, common)', method: 'GET', path: '/users?query=an', baseline: false },
@@ -279,14 +282,19 @@ for (const size of sizes) {
   // Plans of the search statements exactly as the service builds them.
   const database = await openDatabase({ databaseUrl: prepared.databaseUrl, dataDir: undefined, entities: allEntities(), poolMax: 2 });
   const platform = database.em().getPlatform();
-  for (const term of [prepared.rareTerm, 'lovelace', 'q', 'zq', 'an']) {
-    const statements = userListStatements(prepared.accountId, { query: term, first: 25 }, ['id', 'name', 'email', 'timeZone', 'color', 'role', 'avatarUrl', 'description', 'invitationSent', 'jobTitle', 'createdViaSso']);
-    const [{ n: candidates }] = await database.em().execute<{ n: string }[]>(platform.formatQuery(statements.probe!.sql, statements.probe!.params));
-    const chosen = Number(candidates) > SEARCH_MAX_SORTED_MATCHES ? (['scan', statements.scan!] as const) : (['indexed', statements.page] as const);
-    for (const [step, statement] of [['walk', statements.walk!], ['probe', statements.probe!], chosen] as const) {
-      const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(`explain (analyze, buffers) ${platform.formatQuery(statement.sql, statement.params)}`);
-      plans.push(`#### ${sizeLabel}, query=${term}, ${step}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);
-    }
+  for (const term of [prepared.rareTerm, 'lovelace', 'shafi', 'q', 'zq', 'an']) {
+    const options = { query: term, first: 25 };
+    const statements = userListStatements(prepared.accountId, options, ['id', 'name', 'email', 'timeZone', 'color', 'role', 'avatarUrl', 'description', 'invitationSent', 'jobTitle', 'createdViaSso']);
+    const explain = async (label: string, statement: { sql: string; params: unknown[] }, analyze: boolean) => {
+      const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(`explain ${analyze ? '(analyze, buffers)' : ''} ${platform.formatQuery(statement.sql, statement.params)}`);
+      plans.push(`#### ${sizeLabel}, query=${term}, ${label}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);
+    };
+    const estimate = statements.estimate!;
+    const estimated = await readPath(database.em()).estimate(estimate.sql, estimate.params);
+    const [{ n: actual }] = await database.em().execute<{ n: string }[]>(platform.formatQuery(statements.count.sql, statements.count.params));
+    await explain(`estimate (${estimated} estimated, ${actual} actual matches)`, estimate, false);
+    if (useIndexedSearch(estimated, options)) await explain('indexed', statements.indexed!, true);
+    else await explain('walk', statements.page, true);
   }
   await database.close();
 

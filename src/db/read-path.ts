@@ -14,6 +14,11 @@ export interface ReadPath {
   rows<T extends object>(sql: string, params: readonly unknown[], options?: { replica?: boolean }): Promise<T[]>;
   /** A `count(*)` (or any single number in column `n`): counts without loading rows. */
   count(sql: string, params: readonly unknown[], options?: { replica?: boolean }): Promise<number>;
+  /**
+   * How many rows the planner expects the statement to return, from the table statistics, without
+   * running it: for choosing between strategies that all give the same, exact answer.
+   */
+  estimate(sql: string, params: readonly unknown[], options?: { replica?: boolean }): Promise<number>;
 }
 
 export function readPath(em: EntityManager): ReadPath {
@@ -25,6 +30,11 @@ export function readPath(em: EntityManager): ReadPath {
     async count(sql: string, params: readonly unknown[], options: { replica?: boolean } = {}) {
       const [row] = await connection(options.replica).execute<{ n: number | string }[]>(sql, [...params], 'all');
       return Number(row?.n ?? 0);
+    },
+    async estimate(sql: string, params: readonly unknown[], options: { replica?: boolean } = {}) {
+      const [row] = await connection(options.replica).execute<{ 'QUERY PLAN': unknown }[]>(`explain (format json) ${sql}`, [...params], 'all');
+      const plan = typeof row?.['QUERY PLAN'] === 'string' ? JSON.parse(row['QUERY PLAN']) : row?.['QUERY PLAN'];
+      return Number((plan as [{ Plan: { 'Plan Rows': number } }])[0].Plan['Plan Rows']);
     },
   };
 }

@@ -1,35 +1,49 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
-import { SEARCH_WALK_ROWS } from './user.reads.js';
+import { readPath } from '../db/read-path.js';
+import { SEARCH_INDEXED_CAP, userListStatements } from './user.reads.js';
 
 /**
- * Search keeps exact case-insensitive substring semantics and the (name, id) order on both of its
- * paths (the bounded walk and the indexed search), for terms of every length.
+ * Search keeps exact case-insensitive substring semantics and the (name, id) order on each of its
+ * paths (the indexed search and the walk of the name order), for terms of every length, wherever
+ * in the name order the matches are, and whichever path the planner's estimate picks.
  */
 let h: Harness;
 let account: TestAccount;
-const people: { id: string; name: string; email: string }[] = [];
+const statements: string[] = [];
+type Person = { id: string; name: string; email: string };
+const people: Person[] = [];
 
-beforeAll(async () => {
-  h = await startHarness();
-  account = await h.createAccount('Search');
-  // More users than the walk reads, with rare matches only late in the name order.
-  for (let n = 0; n < SEARCH_WALK_ROWS + 150; n++) {
-    const late = n >= SEARCH_WALK_ROWS + 100;
-    const name = late ? `Zed Quasar_${n % 7} ${n}` : `Anna Berg ${String(n).padStart(4, '0')}`;
-    const email = late ? `zq${n}@Example.org` : `anna.berg.${n}@example.com`;
-    people.push({ id: `PS${String(n).padStart(5, '0')}`, name, email });
-  }
-  people.push({ id: 'PSX0001', name: 'Back\\slash 100% Sure', email: 'percent@example.com' });
-  people.push({ id: 'PSX0002', name: 'Endsx', email: 'yes@example.com' });
-  const em = h.database.em();
-  await em.execute(
+async function insert(list: Person[]) {
+  await h.database.em().execute(
     `insert into users (id, account_id, name, email, time_zone, color, role)
      select id, ?, name, email, 'Etc/UTC', 'green', 'user' from unnest(array[?]::text[], array[?]::text[], array[?]::text[]) as t(id, name, email)`,
-    [account.id, people.map((p) => p.id), people.map((p) => p.name), people.map((p) => p.email)],
+    [account.id, list.map((p) => p.id), list.map((p) => p.name), list.map((p) => p.email)],
   );
+  people.push(...list);
+}
+
+beforeAll(async () => {
+  h = await startHarness({ onQuery: (sql) => statements.push(sql) });
+  account = await h.createAccount('Search');
+  // The statistics change only when this file runs ANALYZE (the estimate decides the path).
+  await h.database.em().execute('alter table users set (autovacuum_enabled = false)');
+  // Dense matches first in the name order, rare ones only at its end.
+  const list: Person[] = [];
+  for (let n = 0; n < 650; n++) {
+    const late = n >= 600;
+    const name = late ? `Zed Quasar_${n % 7} ${n}` : `Anna Berg ${String(n).padStart(4, '0')}`;
+    const email = late ? `zq${n}@Example.org` : `anna.berg.${n}@example.com`;
+    list.push({ id: `PS${String(n).padStart(5, '0')}`, name, email });
+  }
+  list.push({ id: 'PSX0001', name: 'Back\\slash 100% Sure', email: 'percent@example.com' });
+  list.push({ id: 'PSX0002', name: 'Endsx', email: 'yes@example.com' });
+  list.push({ id: 'PSX0003', name: 'Émile Ärger', email: 'EMILE@Example.com' });
+  list.push({ id: 'PSX0004', name: 'under_score', email: 'u@example.com' });
+  await insert(list);
   // The account's owner is a user too.
-  people.push(...(await em.execute<{ id: string; name: string; email: string }[]>('select id, name, email from users where id = ?', [account.ownerId])));
+  people.push(...(await h.database.em().execute<Person[]>('select id, name, email from users where id = ?', [account.ownerId])));
+  await h.database.em().execute('analyze users');
 });
 afterAll(async () => {
   await h.close();
@@ -51,26 +65,60 @@ function expected(term: string): string[] {
     .map((p) => p.id);
 }
 
-test.each([
-  ['a dense term (the walk fills the page)', 'anna'],
-  ['a term matching late in the name order', 'quasar_3'],
+/** Each path on its own, as the service builds it, whatever the estimate would pick. */
+async function eachPath(term: string, first: number, offset = 0): Promise<{ indexed: string[]; walk: string[] }> {
+  const built = userListStatements(account.id, { query: term, first, offset }, ['id', 'name']);
+  const reads = readPath(h.database.em());
+  const ids = (rows: { id: string }[]) => rows.map((row) => row.id).slice(0, first);
+  return {
+    indexed: ids(await reads.rows<{ id: string }>(built.indexed!.sql, built.indexed!.params)),
+    walk: ids(await reads.rows<{ id: string }>(built.page.sql, built.page.params)),
+  };
+}
+
+const terms = [
+  ['a dense term, matches first in the name order', 'anna'],
+  ['a term matching only late in the name order', 'quasar_3'],
+  ['a term matching many, all late', 'zed'],
   ['one character, rare', 'Q'],
   ['one character, common', 'b'],
   ['two characters', 'zQ'],
   ['two characters, common', 'an'],
+  ['two characters, none', 'qz'],
   ['LIKE wildcards taken literally', '0%'],
+  ['a lone percent sign', '%'],
+  ['a lone underscore', '_'],
   ['an underscore taken literally', 'r_1'],
   ['a backslash', 'k\\s'],
   ['a single backslash', '\\'],
-])('%s: exactly the substring matches, in name then id order', async (_label, term) => {
+  ['letters outside ASCII, other case', 'ärg'],
+  ['letters outside ASCII, upper case', 'ÉMI'],
+  ['a term in the email only', 'example.org'],
+  ['padded with spaces', '  quasar_5 '],
+] as const;
+
+test.each(terms)('%s: exactly the substring matches, in name then id order', async (_label, term) => {
   const want = expected(term);
   expect(await search(term)).toEqual(want.slice(0, 100));
+});
+
+test.each(terms)('%s: the indexed search and the walk give the same pages', async (_label, term) => {
+  const want = expected(term);
+  for (const [first, offset] of [[25, 0], [10, 30], [100, 0]] as const) {
+    const { indexed, walk } = await eachPath(term.trim(), first, offset);
+    expect({ indexed, walk }).toEqual({ indexed: want.slice(offset, offset + first), walk: want.slice(offset, offset + first) });
+  }
 });
 
 test('no match spans the end of the name and the start of the email', async () => {
   expect(expected('xy')).toEqual([]);
   expect(await search('xy')).toEqual([]);
   expect(await search('sx y')).toEqual([]);
+});
+
+test('a term holding U+0001 matches nothing (no name or email holds it), though the stored search text does', async () => {
+  expect(await search('endsx\u0001yes')).toEqual([]);
+  expect(await search('\u0001')).toEqual([]);
 });
 
 test('pages of a sparse term neither repeat nor skip', async () => {
@@ -81,4 +129,24 @@ test('pages of a sparse term neither repeat nor skip', async () => {
     seen.push(...response.body.users.map((user: { id: string }) => user.id));
   }
   expect(seen).toEqual(want);
+});
+
+test('a renamed user is found under the new name and not the old one', async () => {
+  await h.database.em().execute(`update users set name = 'Renamed Person' where id = 'PSX0002'`);
+  people.find((p) => p.id === 'PSX0002')!.name = 'Renamed Person';
+  expect(await search('renamed pers')).toEqual(['PSX0002']);
+  expect(await search('endsx')).toEqual([]);
+});
+
+test('more matches than the statistics knew: the indexed search gives way to the walk, still exact', async () => {
+  // Added after ANALYZE, so the planner expects almost none of them.
+  const late: Person[] = [];
+  for (let n = 0; n <= SEARCH_INDEXED_CAP; n++) late.push({ id: `PW${String(n).padStart(5, '0')}`, name: `Zz Overflow ${n}`, email: `zz${n}@example.net` });
+  await insert(late);
+  statements.length = 0;
+  const want = expected('overflow');
+  expect(want.length).toBeGreaterThan(SEARCH_INDEXED_CAP);
+  expect(await search('overflow', 25)).toEqual(want.slice(0, 25));
+  expect(statements.some((sql) => sql.includes('as materialized'))).toBe(true);
+  expect(statements.some((sql) => sql.includes('where id in'))).toBe(true);
 });

@@ -59,29 +59,27 @@ export interface UserRowPage {
 }
 
 /**
- * How a search page is found (README, "Searching users"). First a bounded walk of the name order
- * (the first SEARCH_WALK_ROWS live users): a term matching densely fills the page there, in at most
- * that many rows at any table size. Otherwise the trigram index counts the matches (up to
- * SEARCH_MAX_SORTED_MATCHES + 1): up to that many, it finds them all and only they are ordered;
- * beyond, the name order is walked until the page is full. Both are exact: the walk tests
- * `ILIKE` on name and email; the index condition is the same test on `name || chr(1) || email`
- * (chr(1) cannot occur in a term, so no match spans both), and for terms of one or two characters
- * on that string with every character tripled, where "zq" occurs exactly when "zzzqqq" does.
+ * How a search page is found (README, "Searching users"). The planner estimates from the statistics
+ * of `search_text` how many users match. Few (up to SEARCH_INDEXED_ESTIMATE): a trigram index
+ * finds them all and only they are ordered, reading at most SEARCH_INDEXED_CAP of them (a wrong
+ * estimate costs that many rows, then the walk). Many: the name order is walked in the btree that
+ * carries `search_text`, testing each entry without reading the table row, until the page is full.
+ * Both are exact: `search_text` is `lower(name || chr(1) || email)` and a term is a substring of
+ * the name or the email exactly when its lower-cased form is one of that string (chr(1) cannot
+ * occur in such a term, so no match spans both); for terms of one or two characters the index
+ * tests that string with every character tripled, where "zq" occurs exactly when "zzzqqq" does.
  */
-export const SEARCH_WALK_ROWS = 500;
-/** Above this many matches (counted through the index, up to one more) the matches are not sorted: the name order is walked. */
-export const SEARCH_MAX_SORTED_MATCHES = 5000;
+export const SEARCH_INDEXED_ESTIMATE = 2000;
+/** The most matches the indexed path reads and orders; beyond, the name order is walked. */
+export const SEARCH_INDEXED_CAP = 10_000;
 const SEARCH_TEXT = 'lower(name || chr(1) || email)';
 /** Must stay the expression of `users_search_short_terms_idx`, character for character. */
 const tripled = (text: string) => `regexp_replace(${text}, '(.)', '\\1\\1\\1', 'g')`;
-/** A LIKE pattern built in SQL, so the term is lower-cased by the same lower() as the index. */
+/** A LIKE pattern built in SQL, so the term is lower-cased by the same lower() as the indexes. */
 const likePattern = (term: string) => `'%' || replace(replace(replace(${term}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
 
+/** The trigram indexes' condition; it names the expression they index, so only they can serve it. */
 function indexedCondition(term: string): { sql: string; params: unknown[] } {
-  if (term.includes('\u0001')) {
-    const pattern = `%${escapeLike(term)}%`;
-    return { sql: '(name ilike ? or email ilike ?)', params: [pattern, pattern] };
-  }
   if ([...term].length <= 2) {
     return { sql: `${tripled(SEARCH_TEXT)} like ${likePattern(tripled('lower(?)'))}`, params: [term] };
   }
@@ -90,17 +88,21 @@ function indexedCondition(term: string): { sql: string; params: unknown[] } {
 
 type Statement = { sql: string; params: unknown[] };
 
+/** The number of matches the indexed path counted, selected with its rows (removed before they are returned). */
+const MATCHES = 'searchMatches' as const;
+
 /**
- * The statements of one listing page. Without a term: the page. With one: the bounded walk, and
- * the indexed search when the walk does not fill the page. `count` runs only when `totalCount` is
- * selected. Each reads `first + 1` rows, so `hasNextPage` needs no count. Exported so the
- * benchmark can EXPLAIN exactly what runs.
+ * The statements of one listing page. `page` gives the page: without a term the name order, with
+ * one the walk (a scan of the table rows for a term holding U+0001, which no index can serve and no
+ * real name contains). A term also gets `estimate` and `indexed`, which `useIndexedSearch` chooses
+ * between. `count` runs only when `totalCount` is selected. Pages read `first + 1` rows, so
+ * `hasNextPage` needs no count. Exported so the benchmark can EXPLAIN exactly what runs.
  */
 export function userListStatements(
   accountId: string,
   options: UserListOptions,
   fields: Iterable<string>,
-): { walk?: Statement; probe?: Statement; scan?: Statement; page: Statement; count: Statement } {
+): { estimate?: Statement; indexed?: Statement; page: Statement; count: Statement } {
   const columns = userSelectList(fields);
   const live = 'account_id = ? and deleted_at is null';
   const after = options.after ? ' and (name, id) > (?, ?)' : '';
@@ -113,30 +115,39 @@ export function userListStatements(
       count: { sql: `select count(*) as n from users where ${live}`, params: [accountId] },
     };
   }
-  const pattern = `%${escapeLike(term)}%`;
+  if (term.includes('\u0001')) {
+    const pattern = `%${escapeLike(term)}%`;
+    const matches = '(name ilike ? or email ilike ?)';
+    return {
+      page: { sql: `select ${columns} from users where ${live}${after} and ${matches} order by name, id limit ? offset ?`, params: [accountId, ...afterParams, pattern, pattern, ...window] },
+      count: { sql: `select count(*) as n from users where ${live} and ${matches}`, params: [accountId, pattern, pattern] },
+    };
+  }
   const indexed = indexedCondition(term);
+  const walked = `search_text like ${likePattern('lower(?)')}`;
   return {
-    walk: {
-      sql: `select ${columns} from (select * from users where ${live}${after} order by name, id limit ?) walked
-             where name ilike ? or email ilike ? order by name, id limit ? offset ?`,
-      params: [accountId, ...afterParams, SEARCH_WALK_ROWS, pattern, pattern, ...window],
-    },
-    probe: {
-      sql: `select count(*) as n from (select 1 from users where ${live}${after} and ${indexed.sql} limit ?) candidates`,
-      params: [accountId, ...afterParams, ...indexed.params, SEARCH_MAX_SORTED_MATCHES + 1],
-    },
-    scan: {
-      sql: `select ${columns} from users where ${live}${after} and (name ilike ? or email ilike ?) order by name, id limit ? offset ?`,
-      params: [accountId, ...afterParams, pattern, pattern, ...window],
-    },
+    estimate: { sql: `select 1 from users where ${live} and ${walked}`, params: [accountId, term] },
     // Materialized: the planner finds the matches through the index, then orders only them.
+    indexed: {
+      sql: `with matches as materialized (select ${columns} from users where ${live}${after} and ${indexed.sql} limit ?)
+            select *, count(*) over () as "${MATCHES}" from matches order by name, id limit ? offset ?`,
+      params: [accountId, ...afterParams, ...indexed.params, SEARCH_INDEXED_CAP + 1, ...window],
+    },
+    // The walk reads only the index of the name order; the table rows of the page's users come after.
     page: {
-      sql: `with matches as materialized (select ${columns} from users where ${live}${after} and ${indexed.sql})
-            select * from matches order by name, id limit ? offset ?`,
-      params: [accountId, ...afterParams, ...indexed.params, ...window],
+      sql: `select ${columns} from users where id in
+              (select id from users where ${live}${after} and ${walked} order by name, id limit ? offset ?)
+            order by name, id`,
+      params: [accountId, ...afterParams, term, ...window],
     },
     count: { sql: `select count(*) as n from users where ${live} and ${indexed.sql}`, params: [accountId, ...indexed.params] },
   };
+}
+
+/** Whether a search page is looked up through the trigram indexes, given the planner's estimate of the term's matches. */
+export function useIndexedSearch(estimatedMatches: number, options: UserListOptions): boolean {
+  const windowEnd = (options.after ? 0 : options.offset ?? 0) + options.first + 1;
+  return estimatedMatches <= SEARCH_INDEXED_ESTIMATE && windowEnd <= SEARCH_INDEXED_CAP;
 }
 
 /** Presenting reads of users: list, show, viewer and counts, as plain rows (see src/db/read-path.ts). */
@@ -180,12 +191,18 @@ export class UserReads {
     return {
       slice: async () => {
         const read = (step: Statement) => this.rows(step.sql, step.params, { replica: true });
-        let rows = statement.walk ? await read(statement.walk) : [];
-        if (statement.walk && rows.length > options.first) return { items: rows.slice(0, options.first), hasNextPage: true };
-        // Many matches, but not among the first rows: walking the name order costs less than sorting them all.
-        const many = statement.probe && statement.scan && (await this.reads.count(statement.probe.sql, statement.probe.params, { replica: true })) > SEARCH_MAX_SORTED_MATCHES;
-        rows = await read(many ? statement.scan! : statement.page);
-        return { items: rows.slice(0, options.first), hasNextPage: rows.length > options.first };
+        const page = (rows: UserRow[]) => ({ items: rows.slice(0, options.first), hasNextPage: rows.length > options.first });
+        if (statement.estimate && statement.indexed) {
+          const estimated = await this.reads.estimate(statement.estimate.sql, statement.estimate.params, { replica: true });
+          if (useIndexedSearch(estimated, options)) {
+            const rows: (UserRow & { [MATCHES]?: number | string })[] = await read(statement.indexed);
+            const matches = Number(rows[0]?.[MATCHES] ?? 0);
+            for (const row of rows) delete row[MATCHES];
+            // More matches than the index path orders: the estimate was wrong, and the walk serves the term.
+            if (matches <= SEARCH_INDEXED_CAP) return page(rows);
+          }
+        }
+        return page(await read(statement.page));
       },
       countTotal: () => this.reads.count(statement.count.sql, statement.count.params, { replica: true }),
     };
