@@ -289,11 +289,10 @@ for (const size of sizes) {
       const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(`explain ${analyze ? '(analyze, buffers)' : ''} ${platform.formatQuery(statement.sql, statement.params)}`);
       plans.push(`#### ${sizeLabel}, query=${term}, ${label}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);
     };
-    const estimate = statements.estimate!;
-    const estimated = await readPath(database.em()).estimate(estimate.sql, estimate.params);
+    const [matches, users] = await readPath(database.em()).estimate(statements.estimate!);
     const [{ n: actual }] = await database.em().execute<{ n: string }[]>(platform.formatQuery(statements.count.sql, statements.count.params));
-    await explain(`estimate (${estimated} estimated, ${actual} actual matches)`, estimate, false);
-    if (useIndexedSearch(estimated, options)) await explain('indexed', statements.indexed!, true);
+    await explain(`estimate (${matches} matches of ${users} users estimated, ${actual} actual matches)`, statements.estimate![0], false);
+    if (useIndexedSearch(term, { matches: matches!, users: users! }, options)) await explain('indexed', statements.indexed!, true);
     else await explain('walk', statements.page, true);
   }
   await database.close();

@@ -15,10 +15,10 @@ export interface ReadPath {
   /** A `count(*)` (or any single number in column `n`): counts without loading rows. */
   count(sql: string, params: readonly unknown[], options?: { replica?: boolean }): Promise<number>;
   /**
-   * How many rows the planner expects the statement to return, from the table statistics, without
-   * running it: for choosing between strategies that all give the same, exact answer.
+   * How many rows the planner expects each statement to return, from the table statistics, without
+   * running them (one round trip): for choosing between strategies that give the same, exact answer.
    */
-  estimate(sql: string, params: readonly unknown[], options?: { replica?: boolean }): Promise<number>;
+  estimate(statements: readonly { sql: string; params: readonly unknown[] }[], options?: { replica?: boolean }): Promise<number[]>;
 }
 
 export function readPath(em: EntityManager): ReadPath {
@@ -31,10 +31,14 @@ export function readPath(em: EntityManager): ReadPath {
       const [row] = await connection(options.replica).execute<{ n: number | string }[]>(sql, [...params], 'all');
       return Number(row?.n ?? 0);
     },
-    async estimate(sql: string, params: readonly unknown[], options: { replica?: boolean } = {}) {
-      const [row] = await connection(options.replica).execute<{ 'QUERY PLAN': unknown }[]>(`explain (format json) ${sql}`, [...params], 'all');
-      const plan = typeof row?.['QUERY PLAN'] === 'string' ? JSON.parse(row['QUERY PLAN']) : row?.['QUERY PLAN'];
-      return Number((plan as [{ Plan: { 'Plan Rows': number } }])[0].Plan['Plan Rows']);
+    async estimate(statements: readonly { sql: string; params: readonly unknown[] }[], options: { replica?: boolean } = {}) {
+      const sql = statements.map((statement) => `(${statement.sql})`).join(' union all ');
+      const [row] = await connection(options.replica).execute<{ 'QUERY PLAN': unknown }[]>(`explain (format json) ${sql}`, statements.flatMap((statement) => statement.params), 'all');
+      type Node = { 'Plan Rows': number; Plans?: Node[] };
+      const text = row?.['QUERY PLAN'];
+      const [{ Plan: plan }] = (typeof text === 'string' ? JSON.parse(text) : text) as [{ Plan: Node }];
+      // One statement is the plan itself; several are the children of its Append.
+      return (statements.length === 1 ? [plan] : plan.Plans!).map((node) => Number(node['Plan Rows']));
     },
   };
 }

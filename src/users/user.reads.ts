@@ -59,19 +59,27 @@ export interface UserRowPage {
 }
 
 /**
- * How a search page is found (README, "Searching users"). The planner estimates from the statistics
- * of `search_text` how many users match. Few (up to SEARCH_INDEXED_ESTIMATE): a trigram index
- * finds them all and only they are ordered, reading at most SEARCH_INDEXED_CAP of them (a wrong
- * estimate costs that many rows, then the walk). Many: the name order is walked in the btree that
- * carries `search_text`, testing each entry without reading the table row, until the page is full.
- * Both are exact: `search_text` is `lower(name || chr(1) || email)` and a term is a substring of
- * the name or the email exactly when its lower-cased form is one of that string (chr(1) cannot
- * occur in such a term, so no match spans both); for terms of one or two characters the index
- * tests that string with every character tripled, where "zq" occurs exactly when "zzzqqq" does.
+ * How a search page is found (README, "Searching users"). The planner estimates, from the
+ * statistics of `search_text`, how many users match and how many the account has; the cheaper of
+ * two exact paths is taken. The indexed path: a trigram index finds every match and only they are
+ * ordered (its cost grows with the matches; it reads at most SEARCH_INDEXED_CAP of them, so a wrong
+ * estimate costs that many, then the walk). The walk: the name order is walked in the btree that
+ * carries `search_text`, testing each entry without reading the table row, until the page is full
+ * (its cost grows with the users before the page's last match). `search_text` is
+ * `lower(name || chr(1) || email)`: a term is a substring of the name or the email exactly when its
+ * lower-cased form is one of that string (chr(1) cannot occur in such a term, so no match spans
+ * both); for terms of one or two characters the index tests that string with every character
+ * tripled, where "zq" occurs exactly when "zzzqqq" does.
  */
-export const SEARCH_INDEXED_ESTIMATE = 2000;
-/** The most matches the indexed path reads and orders; beyond, the name order is walked. */
 export const SEARCH_INDEXED_CAP = 10_000;
+/**
+ * Cost of one match on the indexed path, in entries walked (measured, docs/BENCHMARKS.md: an entry
+ * walked ~0.27 us; a match found through the index and fetched ~4 us; ~10 us for a term of one or
+ * two characters, whose index recheck runs the character tripling on each row).
+ */
+const INDEXED_MATCH_COST = { long: 15, short: 40 };
+/** Up to this many expected matches the indexed path is taken whatever the walk would cost (about a millisecond). */
+const SEARCH_ALWAYS_INDEXED = 200;
 const SEARCH_TEXT = 'lower(name || chr(1) || email)';
 /** Must stay the expression of `users_search_short_terms_idx`, character for character. */
 const tripled = (text: string) => `regexp_replace(${text}, '(.)', '\\1\\1\\1', 'g')`;
@@ -102,7 +110,7 @@ export function userListStatements(
   accountId: string,
   options: UserListOptions,
   fields: Iterable<string>,
-): { estimate?: Statement; indexed?: Statement; page: Statement; count: Statement } {
+): { estimate?: [matches: Statement, users: Statement]; indexed?: Statement; page: Statement; count: Statement } {
   const columns = userSelectList(fields);
   const live = 'account_id = ? and deleted_at is null';
   const after = options.after ? ' and (name, id) > (?, ?)' : '';
@@ -126,7 +134,10 @@ export function userListStatements(
   const indexed = indexedCondition(term);
   const walked = `search_text like ${likePattern('lower(?)')}`;
   return {
-    estimate: { sql: `select 1 from users where ${live} and ${walked}`, params: [accountId, term] },
+    estimate: [
+      { sql: `select 1 from users where ${live} and ${walked}`, params: [accountId, term] },
+      { sql: `select 1 from users where ${live}`, params: [accountId] },
+    ],
     // Materialized: the planner finds the matches through the index, then orders only them.
     indexed: {
       sql: `with matches as materialized (select ${columns} from users where ${live}${after} and ${indexed.sql} limit ?)
@@ -144,10 +155,20 @@ export function userListStatements(
   };
 }
 
-/** Whether a search page is looked up through the trigram indexes, given the planner's estimate of the term's matches. */
-export function useIndexedSearch(estimatedMatches: number, options: UserListOptions): boolean {
+/**
+ * Whether a search page is looked up through the trigram indexes, given the planner's estimates of
+ * the term's matches and of the account's users. The walk is expected to pass `users / matches`
+ * entries per match it needs (the matches spread over the name order); a cluster of matches late in
+ * the name order costs it more than that, which is why few matches always go through the index.
+ */
+export function useIndexedSearch(term: string, estimated: { matches: number; users: number }, options: UserListOptions): boolean {
   const windowEnd = (options.after ? 0 : options.offset ?? 0) + options.first + 1;
-  return estimatedMatches <= SEARCH_INDEXED_ESTIMATE && windowEnd <= SEARCH_INDEXED_CAP;
+  if (windowEnd > SEARCH_INDEXED_CAP) return false;
+  const matches = Math.max(1, estimated.matches);
+  if (matches <= SEARCH_ALWAYS_INDEXED) return true;
+  const walked = Math.min(estimated.users, (windowEnd * estimated.users) / matches);
+  const perMatch = [...term.trim()].length <= 2 ? INDEXED_MATCH_COST.short : INDEXED_MATCH_COST.long;
+  return matches <= SEARCH_INDEXED_CAP && matches * perMatch <= walked;
 }
 
 /** Presenting reads of users: list, show, viewer and counts, as plain rows (see src/db/read-path.ts). */
@@ -193,13 +214,13 @@ export class UserReads {
         const read = (step: Statement) => this.rows(step.sql, step.params, { replica: true });
         const page = (rows: UserRow[]) => ({ items: rows.slice(0, options.first), hasNextPage: rows.length > options.first });
         if (statement.estimate && statement.indexed) {
-          const estimated = await this.reads.estimate(statement.estimate.sql, statement.estimate.params, { replica: true });
-          if (useIndexedSearch(estimated, options)) {
+          const [matches, users] = await this.reads.estimate(statement.estimate, { replica: true });
+          if (useIndexedSearch(options.query!, { matches: matches!, users: users! }, options)) {
             const rows: (UserRow & { [MATCHES]?: number | string })[] = await read(statement.indexed);
-            const matches = Number(rows[0]?.[MATCHES] ?? 0);
+            const found = Number(rows[0]?.[MATCHES] ?? 0);
             for (const row of rows) delete row[MATCHES];
             // More matches than the index path orders: the estimate was wrong, and the walk serves the term.
-            if (matches <= SEARCH_INDEXED_CAP) return page(rows);
+            if (found <= SEARCH_INDEXED_CAP) return page(rows);
           }
         }
         return page(await read(statement.page));
