@@ -1,7 +1,8 @@
 import { Field, Int, ObjectType, type ClassType } from 'type-graphql';
 import { InvalidInputError } from '../errors/domain-errors.js';
 
-@ObjectType({ description: 'Relay page information.' })
+// Plain values (cursors are lazy getters): read straight from the source, no per-field resolver.
+@ObjectType({ description: 'Relay page information.', simpleResolvers: true })
 export class PageInfo {
   @Field()
   hasNextPage!: boolean;

@@ -5,6 +5,7 @@ import { DateTimeResolver } from 'graphql-scalars';
 import { authChecker } from '../auth/auth-checker.js';
 import { features } from '../app/features.js';
 import { unboundedStringInputs } from './input-bounds.js';
+import { installPlainResolvers } from './plain-resolvers.js';
 
 let built: Promise<GraphQLSchema> | undefined;
 
@@ -19,6 +20,7 @@ export function buildAppSchema(): Promise<GraphQLSchema> {
   }).then((schema) => {
     const unbounded = unboundedStringInputs(schema);
     if (unbounded.length) throw new Error(`String inputs without a declared length bound (@MaxLength): ${unbounded.join(', ')}`);
+    installPlainResolvers(schema);
     return schema;
   });
   return built;

@@ -1,6 +1,5 @@
-import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Info, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Args, ArgsType, Authorized, Ctx, Field, ID, Info, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { GraphQLResolveInfo } from 'graphql';
-import { URLScalar } from '../graphql/scalars.js';
 import type { Requirement } from '../auth/auth-checker.js';
 import { checkPageArgs } from '../graphql/connection.js';
 import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
@@ -10,7 +9,7 @@ import { readPath } from '../db/read-path.js';
 import { selectedFieldNames } from '../graphql/selection.js';
 import { UserReads, type UserRow } from './user.reads.js';
 import { MAX_PAGE_SIZE, UsersService } from './user.service.js';
-import { UserConnection, UserType, type UserSource } from './user.type.js';
+import { UserConnection, UserType } from './user.type.js';
 import { USER_FIELD_LIMITS } from './user.validation.js';
 import {
   CreateUserInput,
@@ -104,20 +103,5 @@ export class UserResolver {
   async deleteUser(@Arg('input', () => DeleteUserInput) input: DeleteUserInput, @Ctx() context: Context): Promise<DeleteUserPayload> {
     await usersService(context).delete(input.id);
     return { deletedUserId: input.id };
-  }
-
-  @FieldResolver(() => URLScalar, { description: 'The user\'s REST API URL.' })
-  self(@Root() user: UserSource, @Ctx() context: Context): string {
-    return `${context.runtime.urls.api}/users/${user.id}`;
-  }
-
-  @FieldResolver(() => URLScalar, { description: 'Where the user is shown in the web app.' })
-  htmlUrl(@Root() user: UserSource, @Ctx() context: Context): string {
-    return `${context.runtime.urls.web}/users/${user.id}`;
-  }
-
-  @FieldResolver(() => URLScalar)
-  avatarUrl(@Root() user: UserSource, @Ctx() context: Context): string {
-    return user.avatarUrl ?? `${context.runtime.urls.web}/assets/blank-avatar.png`;
   }
 }

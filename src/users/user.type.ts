@@ -1,6 +1,8 @@
 import { Field, ID, ObjectType, registerEnumType } from 'type-graphql';
 import { DateTimeResolver, EmailAddressResolver } from 'graphql-scalars';
-import { TimeZoneScalar } from '../graphql/scalars.js';
+import { TimeZoneScalar, URLScalar } from '../graphql/scalars.js';
+import { PlainResolver } from '../graphql/plain-resolvers.js';
+import type { Context } from '../graphql/context.js';
 import type { UserRole } from '../auth/roles.js';
 import { connectionType } from '../graphql/connection.js';
 import type { User } from './user.entity.js';
@@ -23,10 +25,12 @@ registerEnumType(UserRoleEnum, {
 });
 
 /**
- * The GraphQL face of a user. Resolvers return the `User` entity itself; fields derived from
- * configuration (`self`, `htmlUrl`, ...) are field resolvers, and other features add theirs.
+ * The GraphQL face of a user. Its sources are plain rows (reads) or the `User` entity (mutations);
+ * fields are read straight from them (`simpleResolvers`: no per-field type-graphql resolver, see
+ * PlainResolver), those derived from configuration (`self`, `htmlUrl`, `avatarUrl`) are computed
+ * by plain resolvers from either source, and other features add their field resolvers.
  */
-@ObjectType('User', { description: 'A member of the account who can interact with incidents and other data.' })
+@ObjectType('User', { description: 'A member of the account who can interact with incidents and other data.', simpleResolvers: true })
 export class UserType implements Partial<Record<keyof User, unknown>> {
   @Field(() => ID)
   id!: string;
@@ -60,6 +64,18 @@ export class UserType implements Partial<Record<keyof User, unknown>> {
 
   @Field(() => DateTimeResolver)
   createdAt!: Date;
+
+  @Field(() => URLScalar, { description: 'The user\'s REST API URL.' })
+  @PlainResolver<UserSource, Context>((user, context) => `${context.runtime.urls.api}/users/${user.id}`)
+  self!: string;
+
+  @Field(() => URLScalar, { description: 'Where the user is shown in the web app.' })
+  @PlainResolver<UserSource, Context>((user, context) => `${context.runtime.urls.web}/users/${user.id}`)
+  htmlUrl!: string;
+
+  @Field(() => URLScalar)
+  @PlainResolver<UserSource, Context>((user, context) => user.avatarUrl ?? `${context.runtime.urls.web}/assets/blank-avatar.png`)
+  avatarUrl!: string;
 }
 
 /** A user as field resolvers see it: a plain row from a read, or the entity a mutation returns. */

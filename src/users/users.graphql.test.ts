@@ -121,3 +121,34 @@ test('GraphQL over GET is refused without a CSRF-safe header, and introspection 
   const introspection = await h.graphql('{ __schema { queryType { name } } }');
   expect(introspection.data.__schema.queryType.name).toBe('Query');
 });
+
+test('self, htmlUrl and avatarUrl (plain resolvers) are the same for a read row and a mutation\'s entity, through both faces', async () => {
+  const account = await h.createAccount();
+  const withAvatar = await h.createUser(account, { name: 'Has Avatar' });
+  const without = await h.createUser(account, { name: 'No Avatar' });
+  await h.database.em().nativeUpdate(User, { id: withAvatar.id }, { avatarUrl: 'https://cdn.example.com/a/b.png' });
+  const urls = 'self htmlUrl avatarUrl';
+  for (const { id } of [withAvatar, without]) {
+    // Entity sources: the mutations return the loaded entity; rows: the reads' plain objects.
+    const mutated = await h.graphql(`mutation($id: ID!) { updateUser(input: { id: $id, jobTitle: "Tester" }) { user { ${urls} } } }`, { id }, account.key);
+    const read = await h.graphql(`query($id: ID!) { user(id: $id) { ${urls} } users(first: 10) { nodes { id ${urls} } } }`, { id }, account.key);
+    expect(mutated.errors).toBeUndefined();
+    expect(read.errors).toBeUndefined();
+    const expected = {
+      self: `https://api.test.example/users/${id}`,
+      htmlUrl: `https://app.test.example/users/${id}`,
+      avatarUrl: id === withAvatar.id ? 'https://cdn.example.com/a/b.png' : 'https://app.test.example/assets/blank-avatar.png',
+    };
+    expect(mutated.data.updateUser.user).toEqual(expected);
+    expect(read.data.user).toEqual(expected);
+    expect(read.data.users.nodes.find((node: { id: string }) => node.id === id)).toEqual({ id, ...expected });
+
+    const restExpected = { self: expected.self, html_url: expected.htmlUrl, avatar_url: expected.avatarUrl };
+    const put = await h.rest('put', `/users/${id}`, { key: account.key, body: { user: { job_title: 'Tester 2' } } });
+    const shown = await h.rest('get', `/users/${id}`, { key: account.key });
+    const listed = await h.rest('get', '/users', { key: account.key });
+    expect(put.body.user).toMatchObject(restExpected);
+    expect(shown.body.user).toMatchObject(restExpected);
+    expect(listed.body.users.find((user: { id: string }) => user.id === id)).toMatchObject(restExpected);
+  }
+});
