@@ -47,12 +47,15 @@ server.httpServer.listen(0, '127.0.0.1', () => {
   const address = server.httpServer.address();
   process.send?.({ port: typeof address === 'object' && address ? address.port : 0 });
 });
+/** Reserved by V8's young generation (where short-lived request objects are allocated), in bytes. */
+const youngGeneration = () => v8.getHeapSpaceStatistics().filter((space) => space.space_name.startsWith('new_')).reduce((sum, space) => sum + space.space_size, 0);
+const memoryStats = () => ({ statements, rss: process.memoryUsage().rss, memory: process.memoryUsage(), heap: v8.getHeapStatistics(), young: youngGeneration() });
 process.on('message', (message: { kind: string; label?: string }) => {
-  if (message.kind === 'stats') process.send?.({ statements, rss: process.memoryUsage().rss, memory: process.memoryUsage(), heap: v8.getHeapStatistics() });
+  if (message.kind === 'stats') process.send?.(memoryStats());
   // BENCH_HEAP_SNAPSHOT_DIR (diagnosis only): a snapshot forces a full collection first, so the stats that follow show what is live.
   if (message.kind === 'snapshot' && process.env.BENCH_HEAP_SNAPSHOT_DIR) {
     v8.writeHeapSnapshot(path.join(process.env.BENCH_HEAP_SNAPSHOT_DIR, `${process.pid}-${message.label ?? 'snapshot'}.heapsnapshot`));
-    process.send?.({ statements, rss: process.memoryUsage().rss, memory: process.memoryUsage(), heap: v8.getHeapStatistics() });
+    process.send?.(memoryStats());
   }
   if (message.kind === 'reset') statements = 0;
   if (message.kind === 'stop') {

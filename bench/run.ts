@@ -7,6 +7,7 @@
 import 'reflect-metadata';
 import { execFile, fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
@@ -43,11 +44,15 @@ const log = (message: string) => process.stderr.write(`[bench ${new Date().toISO
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 const label = (size: number) => (size >= 1_000_000 ? `${size / 1_000_000}M` : size >= 1000 ? `${size / 1000}k` : String(size));
 
+/** The service runs with the Node flags `npm start` gives it (package.json `config.serverNodeFlags`), so its heap is measured as deployed. */
+const serverNodeFlags = (JSON.parse(readFileSync(here('../../package.json'), 'utf8')) as { config: { serverNodeFlags: string } }).config.serverNodeFlags.split(' ').filter(Boolean);
+
 interface Stats {
   statements: number;
   rss: number;
   memory?: NodeJS.MemoryUsage;
   heap?: { malloced_memory: number };
+  young?: number;
 }
 
 interface Server {
@@ -59,7 +64,7 @@ interface Server {
 async function startServer(script: string, databaseUrl: string, env: Record<string, string> = {}): Promise<Server> {
   // BENCH_PROFILE_DIR: the service writes a V8 CPU profile there when it stops (node --cpu-prof).
   const profile = script === 'app-server.js' && process.env.BENCH_PROFILE_DIR && !env.BENCH_COUNT_STATEMENTS ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const child = fork(here(script), [], { env: { ...process.env, ...env, BENCH_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: profile });
+  const child = fork(here(script), [], { env: { ...process.env, ...env, BENCH_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: script === 'app-server.js' ? [...serverNodeFlags, ...profile] : profile });
   const [{ port }] = (await once(child, 'message')) as [{ port: number }];
   return {
     process: child,
@@ -213,7 +218,7 @@ async function statementsPerRequest(server: Server, apiKey: string, method: stri
 const mb = (bytes: number | undefined) => (bytes === undefined ? '' : `${(bytes / 1048576).toFixed(0)}`);
 /** The service's memory in MB: resident set, V8 heap (reserved / used), memory outside the heap. */
 const memoryColumns = (stats: Stats) =>
-  `${mb(stats.rss)} | ${mb(stats.memory?.heapTotal)} | ${mb(stats.memory?.heapUsed)} | ${mb(stats.memory?.external)} | ${mb(stats.memory?.arrayBuffers)} | ${mb(stats.heap?.malloced_memory)}`;
+  `${mb(stats.rss)} | ${mb(stats.memory?.heapTotal)} | ${mb(stats.young)} | ${mb(stats.memory?.heapUsed)} | ${mb(stats.memory?.external)} | ${mb(stats.memory?.arrayBuffers)} | ${mb(stats.heap?.malloced_memory)}`;
 /** BENCH_HEAP_SNAPSHOT_DIR: the service writes heap snapshots there (after the first request and after the suite). */
 const snapshots = Boolean(process.env.BENCH_HEAP_SNAPSHOT_DIR);
 
@@ -258,7 +263,7 @@ for (const size of sizes) {
   const memoryAfter = async (what: string) => {
     const stats = await app.request('stats');
     memoryTrace.push(`| ${sizeLabel} | ${what} | ${memoryColumns(stats)} |`);
-    log(`${sizeLabel} service memory after ${what}: rss ${mb(stats.rss)} MB, heap ${mb(stats.memory?.heapUsed)} of ${mb(stats.memory?.heapTotal)} MB`);
+    log(`${sizeLabel} service memory after ${what}: rss ${mb(stats.rss)} MB, heap ${mb(stats.memory?.heapUsed)} of ${mb(stats.memory?.heapTotal)} MB (young ${mb(stats.young)} MB)`);
   };
   await call(app, apiKey, 'GET', `/users/${prepared.showId}`);
   if (snapshots) await app.request('snapshot', `${sizeLabel}-start`);
@@ -382,7 +387,7 @@ if (sizes.length > 1) {
     output.push(`| ${name} | ${fixed(a, 1)} | ${fixed(b, 1)} | ${fixed(b / Math.max(a, 0.5), 2)}x | ${firstPage ? `${fixed(a / Math.max(firstPage, 0.5), 2)}x` : ''} |`);
   }
 }
-output.push('', '| users | service RSS after the suite (MB) | V8 heap reserved | heap used | external | of which array buffers | malloc (V8) | baseline RSS |', '|---|---|---|---|---|---|---|---|', ...memory);
-output.push('', '| users | service memory (MB) after | RSS | V8 heap reserved | heap used | external | of which array buffers | malloc (V8) |', '|---|---|---|---|---|---|---|---|', ...memoryTrace);
+output.push('', '| users | service RSS after the suite (MB) | V8 heap reserved | of which young generation | heap used | external | of which array buffers | malloc (V8) | baseline RSS |', '|---|---|---|---|---|---|---|---|---|', ...memory);
+output.push('', '| users | service memory (MB) after | RSS | V8 heap reserved | of which young generation | heap used | external | of which array buffers | malloc (V8) |', '|---|---|---|---|---|---|---|---|---|', ...memoryTrace);
 output.push('', `Run ended ${new Date().toISOString()}; load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}.`, '', '### Plans (EXPLAIN (ANALYZE, BUFFERS), after the load)', '', ...plans, '');
 process.stdout.write(`${output.join('\n')}\n`);
