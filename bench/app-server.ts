@@ -4,6 +4,8 @@
 // production, at level info. With BENCH_COUNT_STATEMENTS=1 it counts the SQL statements it runs.
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import v8 from 'node:v8';
 import { destination } from 'pino';
 import { allEntities } from '../src/app/features.js';
 import { createApp } from '../src/app/app.js';
@@ -45,8 +47,16 @@ server.httpServer.listen(0, '127.0.0.1', () => {
   const address = server.httpServer.address();
   process.send?.({ port: typeof address === 'object' && address ? address.port : 0 });
 });
-process.on('message', (message: { kind: string }) => {
-  if (message.kind === 'stats') process.send?.({ statements, rss: process.memoryUsage().rss });
+/** Reserved by V8's young generation (where short-lived request objects are allocated), in bytes. */
+const youngGeneration = () => v8.getHeapSpaceStatistics().filter((space) => space.space_name.startsWith('new_')).reduce((sum, space) => sum + space.space_size, 0);
+const memoryStats = () => ({ statements, rss: process.memoryUsage().rss, memory: process.memoryUsage(), heap: v8.getHeapStatistics(), young: youngGeneration() });
+process.on('message', (message: { kind: string; label?: string }) => {
+  if (message.kind === 'stats') process.send?.(memoryStats());
+  // BENCH_HEAP_SNAPSHOT_DIR (diagnosis only): a snapshot forces a full collection first, so the stats that follow show what is live.
+  if (message.kind === 'snapshot' && process.env.BENCH_HEAP_SNAPSHOT_DIR) {
+    v8.writeHeapSnapshot(path.join(process.env.BENCH_HEAP_SNAPSHOT_DIR, `${process.pid}-${message.label ?? 'snapshot'}.heapsnapshot`));
+    process.send?.(memoryStats());
+  }
   if (message.kind === 'reset') statements = 0;
   if (message.kind === 'stop') {
     void server.stop().then(() => rateLimiter.close()).then(() => database.close()).then(() => process.exit(0));

@@ -7,6 +7,7 @@
 import 'reflect-metadata';
 import { execFile, fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
@@ -44,25 +45,36 @@ const log = (message: string) => process.stderr.write(`[bench ${new Date().toISO
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 const label = (size: number) => (size >= 1_000_000 ? `${size / 1_000_000}M` : size >= 1000 ? `${size / 1000}k` : String(size));
 
+/** The service runs with the Node flags `npm start` gives it (package.json `config.serverNodeFlags`), so its heap is measured as deployed. */
+const serverNodeFlags = (JSON.parse(readFileSync(here('../../package.json'), 'utf8')) as { config: { serverNodeFlags: string } }).config.serverNodeFlags.split(' ').filter(Boolean);
+
+interface Stats {
+  statements: number;
+  rss: number;
+  memory?: NodeJS.MemoryUsage;
+  heap?: { malloced_memory: number };
+  young?: number;
+}
+
 interface Server {
   process: ChildProcess;
   base: string;
-  request(kind: 'stats' | 'reset' | 'stop'): Promise<{ statements: number; rss: number }>;
+  request(kind: 'stats' | 'reset' | 'stop' | 'snapshot', label?: string): Promise<Stats>;
 }
 
 async function startServer(script: string, databaseUrl: string, env: Record<string, string> = {}): Promise<Server> {
   // BENCH_PROFILE_DIR: the service writes a V8 CPU profile there when it stops (node --cpu-prof).
   const profile = script === 'app-server.js' && process.env.BENCH_PROFILE_DIR && !env.BENCH_COUNT_STATEMENTS ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const child = fork(here(script), [], { env: { ...process.env, ...env, BENCH_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: profile });
+  const child = fork(here(script), [], { env: { ...process.env, ...env, BENCH_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: script === 'app-server.js' ? [...serverNodeFlags, ...profile] : profile });
   const [{ port }] = (await once(child, 'message')) as [{ port: number }];
   return {
     process: child,
     base: `http://127.0.0.1:${port}`,
-    async request(kind) {
-      const reply = kind === 'stats' ? once(child, 'message') : undefined;
-      child.send({ kind });
+    async request(kind, label) {
+      const reply = kind === 'stats' || kind === 'snapshot' ? once(child, 'message') : undefined;
+      child.send({ kind, label });
       if (kind === 'stop') await once(child, 'exit');
-      return reply ? ((await reply)[0] as { statements: number; rss: number }) : { statements: 0, rss: 0 };
+      return reply ? ((await reply)[0] as Stats) : { statements: 0, rss: 0 };
     },
   };
 }
@@ -204,6 +216,13 @@ async function statementsPerRequest(server: Server, apiKey: string, method: stri
   return total / samples;
 }
 
+const mb = (bytes: number | undefined) => (bytes === undefined ? '' : `${(bytes / 1048576).toFixed(0)}`);
+/** The service's memory in MB: resident set, V8 heap (reserved / used), memory outside the heap. */
+const memoryColumns = (stats: Stats) =>
+  `${mb(stats.rss)} | ${mb(stats.memory?.heapTotal)} | ${mb(stats.young)} | ${mb(stats.memory?.heapUsed)} | ${mb(stats.memory?.external)} | ${mb(stats.memory?.arrayBuffers)} | ${mb(stats.heap?.malloced_memory)}`;
+/** BENCH_HEAP_SNAPSHOT_DIR: the service writes heap snapshots there (after the first request and after the suite). */
+const snapshots = Boolean(process.env.BENCH_HEAP_SNAPSHOT_DIR);
+
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))]!;
 const fixed = (value: number, digits = 0) => value.toFixed(digits);
@@ -215,6 +234,7 @@ const rows: Row[] = [];
 const searchP50 = new Map<string, Map<string, number>>();
 const plans: string[] = [];
 const memory: string[] = [];
+const memoryTrace: string[] = [];
 const startedAt = new Date();
 output.push(`Run started ${startedAt.toISOString()}; ${os.cpus().length} cores; load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}; Node ${process.version}; `
   + `${connections} connections, ${seconds} s per round, ${rounds} alternating rounds, ${writeIterations} timed requests per write scenario.`);
@@ -242,6 +262,15 @@ for (const size of sizes) {
     { name: 'search: two characters (zq, no match)', method: 'GET', path: '/users?query=zq', baseline: false },
     { name: 'search: two characters (an, common)', method: 'GET', path: '/users?query=an', baseline: false },
   ];
+
+  const memoryAfter = async (what: string) => {
+    const stats = await app.request('stats');
+    memoryTrace.push(`| ${sizeLabel} | ${what} | ${memoryColumns(stats)} |`);
+    log(`${sizeLabel} service memory after ${what}: rss ${mb(stats.rss)} MB, heap ${mb(stats.memory?.heapUsed)} of ${mb(stats.memory?.heapTotal)} MB (young ${mb(stats.young)} MB)`);
+  };
+  await call(app, apiKey, 'GET', `/users/${prepared.showId}`);
+  if (snapshots) await app.request('snapshot', `${sizeLabel}-start`);
+  await memoryAfter('start (one request)');
 
   for (const scenario of scenarios.filter((candidate) => !only || only.split('|').some((part) => candidate.name.includes(part)))) {
     const appAnswer = await call(app, apiKey, scenario.method, scenario.path, scenario.body);
@@ -277,6 +306,7 @@ for (const size of sizes) {
       if (!searchP50.has(key)) searchP50.set(key, new Map());
       searchP50.get(key)!.set(sizeLabel, row.app.p50);
     }
+    await memoryAfter(scenario.name);
   }
 
   // Plans of the search statements exactly as the service builds them.
@@ -335,11 +365,16 @@ for (const size of sizes) {
     }
     const result = (values: number[]): LoadResult => ({ rps: 1000 / (values.reduce((a, b) => a + b, 0) / values.length), p50: percentile(values, 0.5), p99: percentile(values, 0.99), failures: 0 });
     rows.push({ size: sizeLabel, scenario: `${write.name} [1 connection]`, app: result(times.app), baseline: result(times.baseline), appStatements, baselineStatements });
+    await memoryAfter(write.name);
   }
 
   const appStats = await app.request('stats');
   const baselineStats = await baseline.request('stats');
-  memory.push(`| ${sizeLabel} | ${fixed(appStats.rss / 1048576)} MB | ${fixed(baselineStats.rss / 1048576)} MB |`);
+  memory.push(`| ${sizeLabel} | ${memoryColumns(appStats)} | ${mb(baselineStats.rss)} |`);
+  if (snapshots) {
+    const live = await app.request('snapshot', `${sizeLabel}-end`);
+    memoryTrace.push(`| ${sizeLabel} | after the suite and a full collection (heap snapshot) | ${memoryColumns(live)} |`);
+  }
   await Promise.all([app.request('stop'), baseline.request('stop'), counter.request('stop')]);
 }
 
@@ -359,6 +394,7 @@ if (sizes.length > 1) {
     output.push(`| ${name} | ${fixed(a, 1)} | ${fixed(b, 1)} | ${fixed(b / Math.max(a, 0.5), 2)}x | ${firstPage ? `${fixed(a / Math.max(firstPage, 0.5), 2)}x` : ''} |`);
   }
 }
-output.push('', '| users | service RSS after the suite | baseline RSS |', '|---|---|---|', ...memory);
+output.push('', '| users | service RSS after the suite (MB) | V8 heap reserved | of which young generation | heap used | external | of which array buffers | malloc (V8) | baseline RSS |', '|---|---|---|---|---|---|---|---|---|', ...memory);
+output.push('', '| users | service memory (MB) after | RSS | V8 heap reserved | of which young generation | heap used | external | of which array buffers | malloc (V8) |', '|---|---|---|---|---|---|---|---|---|', ...memoryTrace);
 output.push('', `Run ended ${new Date().toISOString()}; load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}.`, '', '### Plans (EXPLAIN (ANALYZE, BUFFERS), after the load)', '', ...plans, '');
 process.stdout.write(`${output.join('\n')}\n`);

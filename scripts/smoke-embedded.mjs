@@ -19,8 +19,11 @@ const freePort = () => new Promise((resolve) => {
   });
 });
 
+// The server starts with the Node flags `npm start` gives it (package.json config.serverNodeFlags).
+const serverNodeFlags = JSON.parse(fs.readFileSync('package.json', 'utf8')).config.serverNodeFlags.split(' ').filter(Boolean);
+
 function startServer(port) {
-  const child = spawn(process.execPath, ['dist/src/main.js'], { env: { ...env, PORT: String(port), PUBLIC_API_URL: `http://127.0.0.1:${port}` }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...serverNodeFlags, 'dist/src/main.js'], { env: { ...env, PORT: String(port), PUBLIC_API_URL: `http://127.0.0.1:${port}` }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));

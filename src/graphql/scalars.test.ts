@@ -1,5 +1,5 @@
 import { URLResolver } from 'graphql-scalars';
-import { URLScalar } from './scalars.js';
+import { MAX_REMEMBERED_TIME_ZONES, rememberedTimeZoneCount, TimeZoneScalar, URLScalar } from './scalars.js';
 
 // Each value twice: the first pass may remember its origin, the second then takes the shortcut.
 const values = [
@@ -44,4 +44,24 @@ test('URL still refuses what is not a URL, and accepts URL objects', () => {
 test('URL input parsing is graphql-scalars\' own', () => {
   expect(URLScalar.parseValue('https://app.example.com/x')).toEqual(new URL('https://app.example.com/x'));
   expect(() => URLScalar.parseValue('nope')).toThrow();
+});
+
+/** `count` distinct capitalizations of `name`, each a valid time zone name for Intl. */
+function capitalizations(name: string, count: number): string[] {
+  const letters = [...name].map((char, index) => (/[a-z]/i.test(char) ? index : -1)).filter((index) => index >= 0);
+  return Array.from({ length: count }, (_, n) => [...name].map((char, index) => {
+    const bit = letters.indexOf(index);
+    return bit >= 0 && (n >> bit) & 1 ? char.toUpperCase() : char.toLowerCase();
+  }).join(''));
+}
+
+test('TimeZone remembers a bounded number of names, however many spellings clients send, and still checks the rest', () => {
+  const spellings = capitalizations('America/Argentina/ComodRivadavia', MAX_REMEMBERED_TIME_ZONES + 500);
+  for (const spelling of spellings) {
+    expect(TimeZoneScalar.parseValue(spelling)).toBe(spelling);
+    expect(TimeZoneScalar.serialize(spelling)).toBe(spelling);
+  }
+  expect(rememberedTimeZoneCount()).toBeLessThanOrEqual(2 * MAX_REMEMBERED_TIME_ZONES);
+  expect(() => TimeZoneScalar.parseValue('America/Nowhere')).toThrow('Value is not a valid IANA time zone');
+  expect(() => TimeZoneScalar.serialize('America/Nowhere')).toThrow('Value is not a valid IANA time zone');
 });

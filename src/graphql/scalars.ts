@@ -4,14 +4,24 @@ import { TimeZoneResolver, URLResolver } from 'graphql-scalars';
 /**
  * graphql-scalars' TimeZone, with its check remembered for names already found valid: the check
  * builds an Intl.DateTimeFormat (about 0.2 ms), once per user per response otherwise. Only valid
- * names are kept, and there are a few hundred of them, so the memo cannot grow without bound.
+ * names are kept, but every capitalization of a name is valid ("america/LIMA"), so what clients
+ * send could fill the memo without end: it keeps the first MAX_REMEMBERED_TIME_ZONES names per
+ * direction and checks any further one every time.
  */
-function rememberingValid<T>(check: (value: T) => unknown): (value: T) => unknown {
-  const valid = new Set<unknown>();
+export const MAX_REMEMBERED_TIME_ZONES = 1_000;
+const rememberedOutput = new Set<unknown>();
+const rememberedInput = new Set<unknown>();
+
+/** Names the TimeZone scalar remembers, both directions together (at most twice the bound). */
+export function rememberedTimeZoneCount(): number {
+  return rememberedOutput.size + rememberedInput.size;
+}
+
+function rememberingValid<T>(check: (value: T) => unknown, valid: Set<unknown>): (value: T) => unknown {
   return (value: T) => {
     if (valid.has(value)) return value;
     const result = check(value);
-    valid.add(result);
+    if (valid.size < MAX_REMEMBERED_TIME_ZONES) valid.add(result);
     return result;
   };
 }
@@ -19,8 +29,8 @@ function rememberingValid<T>(check: (value: T) => unknown): (value: T) => unknow
 const base = TimeZoneResolver.toConfig();
 export const TimeZoneScalar = new GraphQLScalarType({
   ...base,
-  serialize: rememberingValid(base.serialize),
-  parseValue: rememberingValid(base.parseValue!),
+  serialize: rememberingValid(base.serialize, rememberedOutput),
+  parseValue: rememberingValid(base.parseValue!, rememberedInput),
 });
 
 /** `value` from `start` is `/segment/segment…`: unreserved characters, no segment empty or starting with a dot. */

@@ -29,8 +29,16 @@ export const USER_FIELD_LIMITS = {
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 const TIME_ZONE_PATTERN = /^[A-Za-z][A-Za-z0-9_+\-]*(\/[A-Za-z0-9_+\-]+)*$/;
 
-// Building an Intl.DateTimeFormat costs about 0.2 ms; valid names (a few hundred) are remembered.
+// Building an Intl.DateTimeFormat costs about 0.2 ms, so valid names are remembered; every
+// capitalization of a name is valid too ("america/LIMA"), so only the first MAX_KNOWN_TIME_ZONES
+// are kept and clients cannot grow the memo without end.
+export const MAX_KNOWN_TIME_ZONES = 1_000;
 const knownTimeZones = new Set<string>();
+
+/** Names remembered as valid (at most MAX_KNOWN_TIME_ZONES). */
+export function knownTimeZoneCount(): number {
+  return knownTimeZones.size;
+}
 
 export function isIanaTimeZone(value: string): boolean {
   if (knownTimeZones.has(value)) return true;
@@ -40,7 +48,7 @@ export function isIanaTimeZone(value: string): boolean {
   } catch {
     return false;
   }
-  knownTimeZones.add(value);
+  if (knownTimeZones.size < MAX_KNOWN_TIME_ZONES) knownTimeZones.add(value);
   return true;
 }
 
