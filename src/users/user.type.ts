@@ -23,7 +23,7 @@ registerEnumType(UserRoleEnum, {
 });
 
 /**
- * The GraphQL face of a user. Resolvers return the `User` entity itself; fields derived from
+ * The GraphQL face of a user. Resolvers return plain rows (`UserRow`) or the `User` entity; fields derived from
  * configuration (`self`, `htmlUrl`, ...) are field resolvers, and other features add theirs.
  */
 @ObjectType('User', { description: 'A member of the account who can interact with incidents and other data.' })
@@ -62,7 +62,7 @@ export class UserType implements Partial<Record<keyof User, unknown>> {
   createdAt!: Date;
 }
 
-/** A user as field resolvers see it: a plain row from a read, or the entity a mutation returns. */
+/** A user as field resolvers see it: a plain row from a read or an update, or the entity createUser returns. */
 export type UserSource = UserRow | User;
 
 export const UserConnection = connectionType<UserRow>('User', () => UserType);
