@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startHarness, type Harness, type TestAccount } from './support/harness.js';
 
 /**
- * SQL statements per request on the read paths (issue #9): every statement the app runs passes
+ * SQL statements per request on the read paths and the bulk user update (issue #9): every statement the app runs passes
  * through onQuery, so these counts are what PostgreSQL sees.
  */
 let h: Harness;
@@ -117,5 +117,24 @@ describe('statements per request', () => {
     const withTotal = await counted(() => h.rest('get', '/users?limit=25&total=true', { key: account.key }));
     expect(withTotal.result.body.total).toBe(USERS + 1);
     expect(withTotal.statements).toHaveLength(3);
+  });
+});
+
+describe('statements per write', () => {
+  test('PUT /users: the same statements for 2 elements as for 30, none per element', async () => {
+    const ids = Array.from({ length: USERS }, (_, index) => `PQC${String(index + 1).padStart(4, '0')}`);
+    const put = (users: Record<string, string>[]) => counted(() => h.rest('put', '/users', { key: account.key, body: { users } }));
+    const small = await put(ids.slice(0, 2).map((id) => ({ id, job_title: 'Two' })));
+    const large = await put(ids.map((id) => ({ id, job_title: 'Thirty' })));
+    const emails = await put(ids.map((id) => ({ id, email: `renamed-${id.toLowerCase()}@example.com` })));
+    for (const { result } of [small, large, emails]) expect(result.status).toBe(200);
+    // credential, begin, lock_timeout, the users locked and read in one statement, one update, commit
+    const shape = (statements: string[]) => statements.map((sql) => sql.split(/\s+/).slice(0, 2).join(' '));
+    expect(shape(small.statements)).toEqual(['select k.id,', 'begin', 'set local', 'select id,', 'update users', 'commit']);
+    expect(shape(large.statements)).toEqual(shape(small.statements));
+    expect(large.statements.filter((sql) => /for no key update/.test(sql))).toHaveLength(1);
+    // Changed emails: one more statement for all of them, to find who holds them.
+    expect(emails.statements).toHaveLength(7);
+    expect(emails.statements.filter((sql) => /lower\(email\) in/.test(sql))).toHaveLength(1);
   });
 });

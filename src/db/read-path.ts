@@ -4,7 +4,8 @@ import type { EntityManager } from '@mikro-orm/sql';
  * The one place that decides how presenting reads reach the database. Reads that only present data
  * (users list/show/viewer, counts, connection pages) run one plain SQL statement through the
  * request's connection and get plain objects back: no entity construction, no identity map, no
- * unit of work, only the columns asked for. Writes keep entities and transactions.
+ * unit of work, only the columns asked for. Writes keep entities and transactions, except the ones
+ * src/db/write-path.ts takes.
  *
  * Measured under load (docs/BENCHMARKS.md): entity hydration and the identity map were the largest
  * share of a read request's CPU; a plain row costs a fraction of that.

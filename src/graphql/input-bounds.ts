@@ -19,6 +19,7 @@ import {
   type DocumentNode,
   type GraphQLArgument,
   type GraphQLInputField,
+  type GraphQLInputObjectType,
   type GraphQLInputType,
   type GraphQLSchema,
   type OperationDefinitionNode,
@@ -95,32 +96,73 @@ function boundOf(position: GraphQLArgument | GraphQLInputField, type: GraphQLInp
   return SCALAR_BOUNDS[getNamedType(type).name];
 }
 
-function stringProblems(value: string, where: string, bound: number | undefined): string[] {
+function stringProblem(value: string, bound: number | undefined): string | undefined {
   const unstorable = unstorableCharacter(value);
-  if (unstorable) return [`${where} ${unstorable}`];
-  if (bound !== undefined && value.length > bound) return [`${where} must be at most ${bound} characters (got ${value.length})`];
-  return [];
+  if (unstorable) return unstorable;
+  if (bound !== undefined && value.length > bound) return `must be at most ${bound} characters (got ${value.length})`;
+  return undefined;
 }
+
+/** Where a value sits: the argument's name, then field names and list indexes. Named only when a problem is found. */
+type InputPath = (string | number)[];
+
+function pathName(path: InputPath): string {
+  let name = String(path[0]);
+  for (let i = 1; i < path.length; i++) name += typeof path[i] === 'number' ? `[${path[i]}]` : `.${path[i]}`;
+  return name;
+}
+
+/** Checks a coerced value at one input position (its type and the bound of its strings). */
+type InputCheck = (value: unknown, path: InputPath, problems: string[]) => void;
+
+/**
+ * The checks of an input object type's fields, built once per type: a bulk input (100 users) is
+ * walked without looking its fields, their types and bounds up again for every element.
+ */
+const inputObjectChecks = new WeakMap<GraphQLInputObjectType, InputCheck>();
 
 /** Walks a coerced value along its input type; input types are not recursive here, so neither is the walk's depth unbounded. */
-function valueProblems(value: unknown, type: GraphQLInputType, where: string, bound: number | undefined, problems: string[]): void {
-  if (value === null || value === undefined) return;
+function inputCheck(type: GraphQLInputType, bound: number | undefined): InputCheck {
   const nullable = getNullableType(type);
   if (isListType(nullable)) {
-    if (!Array.isArray(value)) return valueProblems(value, nullable.ofType, where, bound, problems);
-    value.forEach((element, index) => valueProblems(element, nullable.ofType, `${where}[${index}]`, bound, problems));
-    return;
+    const element = inputCheck(nullable.ofType, bound);
+    return (value, path, problems) => {
+      if (value === null || value === undefined) return;
+      if (!Array.isArray(value)) return element(value, path, problems);
+      for (let index = 0; index < value.length; index++) {
+        path.push(index);
+        element(value[index], path, problems);
+        path.pop();
+      }
+    };
   }
-  if (isInputObjectType(nullable)) {
-    for (const field of Object.values(nullable.getFields())) {
-      valueProblems((value as Record<string, unknown>)[field.name], field.type, `${where}.${field.name}`, boundOf(field, field.type), problems);
-    }
-    return;
-  }
-  if (typeof value === 'string') problems.push(...stringProblems(value, where, bound));
+  if (isInputObjectType(nullable)) return inputObjectCheck(nullable);
+  return (value, path, problems) => {
+    if (typeof value !== 'string') return;
+    const problem = stringProblem(value, bound);
+    if (problem) problems.push(`${pathName(path)} ${problem}`);
+  };
 }
 
-interface ArgumentSite { node: ArgumentNode; argument: GraphQLArgument }
+function inputObjectCheck(type: GraphQLInputObjectType): InputCheck {
+  const known = inputObjectChecks.get(type);
+  if (known) return known;
+  const fields: { name: string; check: InputCheck }[] = [];
+  const check: InputCheck = (value, path, problems) => {
+    if (value === null || value === undefined) return;
+    for (const field of fields) {
+      path.push(field.name);
+      field.check((value as Record<string, unknown>)[field.name], path, problems);
+      path.pop();
+    }
+  };
+  // Remembered before its fields are built, so a type reached again through its own fields ends the recursion.
+  inputObjectChecks.set(type, check);
+  for (const field of Object.values(type.getFields())) fields.push({ name: field.name, check: inputCheck(field.type, boundOf(field, field.type)) });
+  return check;
+}
+
+interface ArgumentSite { node: ArgumentNode; argument: GraphQLArgument; check: InputCheck }
 
 /**
  * Where an operation passes arguments, in document order, with each argument's definition. It
@@ -144,7 +186,7 @@ function argumentSitesOf(schema: GraphQLSchema, document: DocumentNode, operatio
     visit(definition, visitWithTypeInfo(typeInfo, {
       Argument(node) {
         const argument = typeInfo.getArgument();
-        if (argument) sites.push({ node, argument });
+        if (argument) sites.push({ node, argument, check: inputCheck(argument.type, boundOf(argument, argument.type)) });
       },
     }));
   }
@@ -167,8 +209,7 @@ export function operationInputProblems(schema: GraphQLSchema, document: Document
   const variables = coerced.coerced;
   const problems: string[] = [];
   for (const site of argumentSitesOf(schema, document, operation)) {
-    const value = valueFromAST(site.node.value, site.argument.type, variables);
-    valueProblems(value, site.argument.type, site.node.name.value, boundOf(site.argument, site.argument.type), problems);
+    site.check(valueFromAST(site.node.value, site.argument.type, variables), [site.node.name.value], problems);
   }
   return problems;
 }

@@ -168,24 +168,37 @@ export function pathParameter(name: string, description: string): ParameterDescr
  */
 export function unstorableStrings(request: Pick<RestRequest, 'params' | 'query' | 'body'>): string[] {
   const problems: string[] = [];
-  const pending: { value: unknown; where: string }[] = [
+  // Each value knows its parent and key; its REST name is spelled out only when it is refused.
+  type Pending = { value: unknown; where?: string; parent?: Pending; key?: string | number };
+  const pending: Pending[] = [
     ...Object.entries(request.params).map(([name, value]) => ({ value, where: `path parameter ${name}` })),
     ...Object.entries(request.query).map(([name, value]) => ({ value, where: excerpt(name).slice(1, -1) })),
     { value: request.body, where: '' },
   ];
+  const whereOf = (node: Pending): string => {
+    const chain: Pending[] = [];
+    let current: Pending | undefined = node;
+    for (; current && current.where === undefined; current = current.parent) chain.push(current);
+    let where = current?.where ?? '';
+    for (const link of chain.reverse()) {
+      if (typeof link.key === 'number') where = `${where}[${link.key}]`;
+      else where = where ? `${where}.${excerpt(link.key).slice(1, -1)}` : excerpt(link.key).slice(1, -1);
+    }
+    return where;
+  };
   while (pending.length && problems.length < 10) {
-    const { value, where } = pending.pop()!;
+    const node = pending.pop()!;
+    const { value } = node;
     if (typeof value === 'string') {
       const unstorable = unstorableCharacter(value);
-      if (unstorable) problems.push(`${where || 'the request body'} ${unstorable}`);
+      if (unstorable) problems.push(`${whereOf(node) || 'the request body'} ${unstorable}`);
     } else if (Array.isArray(value)) {
-      value.forEach((element, index) => pending.push({ value: element, where: `${where}[${index}]` }));
+      value.forEach((element, index) => pending.push({ value: element, parent: node, key: index }));
     } else if (typeof value === 'object' && value !== null) {
       for (const [key, element] of Object.entries(value)) {
-        const named = where ? `${where}.${excerpt(key).slice(1, -1)}` : excerpt(key).slice(1, -1);
         const unstorableKey = unstorableCharacter(key);
         if (unstorableKey) problems.push(`the field name ${excerpt(key)} ${unstorableKey}`);
-        else pending.push({ value: element, where: named });
+        else pending.push({ value: element, parent: node, key });
       }
     }
   }

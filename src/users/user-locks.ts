@@ -13,13 +13,22 @@ import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
  * committed, so a user deleted meanwhile is simply not returned.
  */
 export async function lockLiveUsers(em: EntityManager, accountId: string, ids: readonly string[]): Promise<Set<string>> {
+  const rows = await lockLiveUserRows<{ id: string }>(em, accountId, ids, 'id');
+  return new Set(rows.map((row) => row.id));
+}
+
+/**
+ * `lockLiveUsers` that also reads `columns` (a select list of `users`, `id` included) of the rows
+ * it locks, in the same statement: a write that checks the rows before changing them needs no
+ * second read, and what it checks is what it locked.
+ */
+export async function lockLiveUserRows<T extends { id: string }>(em: EntityManager, accountId: string, ids: readonly string[], columns: string): Promise<T[]> {
   const wanted = [...new Set(ids.filter((id) => PUBLIC_ID_PATTERN.test(id)))];
-  if (wanted.length === 0) return new Set();
-  const rows = await em.execute<{ id: string }[]>(
-    'select id from users where account_id = ? and deleted_at is null and id in (?) order by id for no key update',
+  if (wanted.length === 0) return [];
+  return em.execute<T[]>(
+    `select ${columns} from users where account_id = ? and deleted_at is null and id in (?) order by id for no key update`,
     [accountId, wanted],
   );
-  return new Set(rows.map((row) => row.id));
 }
 
 /** `lockLiveUsers` for one user: true when the user is live in the account and now locked. */

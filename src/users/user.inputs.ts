@@ -3,6 +3,7 @@ import { EmailAddressResolver } from 'graphql-scalars';
 import { TimeZoneScalar } from '../graphql/scalars.js';
 import type { UserRole } from '../auth/roles.js';
 import type { User } from './user.entity.js';
+import type { UserRow } from './user.reads.js';
 import { UserRoleEnum, UserType } from './user.type.js';
 import { MaxLength } from '../graphql/input-bounds.js';
 import { USER_FIELD_LIMITS } from './user.validation.js';
@@ -91,13 +92,13 @@ export class CreateUserPayload {
 @ObjectType()
 export class UpdateUserPayload {
   @Field(() => UserType)
-  user!: User;
+  user!: UserRow;
 }
 
 @ObjectType()
 export class UpdateUsersPayload {
   @Field(() => [UserType])
-  users!: User[];
+  users!: UserRow[];
 }
 
 @ObjectType()

@@ -45,6 +45,13 @@ export function userSelectList(fields: Iterable<string>): string {
   }).join(', ');
 }
 
+/** Rows selected with `userSelectList`, as the GraphQL `User` type's resolvers take them. */
+export async function userRows(selected: Promise<UserRow[]>): Promise<UserRow[]> {
+  const rows = await selected;
+  for (const row of rows) if (row.createdAt !== undefined) row.createdAt = toDate(row.createdAt);
+  return rows;
+}
+
 export interface UserListOptions {
   query?: string | null;
   first: number;
@@ -178,10 +185,8 @@ export class UserReads {
     private readonly principal: Principal,
   ) {}
 
-  private async rows(sql: string, params: unknown[], options: { replica?: boolean } = {}): Promise<UserRow[]> {
-    const rows = await this.reads.rows<UserRow>(sql, params, options);
-    for (const row of rows) if (row.createdAt !== undefined) row.createdAt = toDate(row.createdAt);
-    return rows;
+  private rows(sql: string, params: unknown[], options: { replica?: boolean } = {}): Promise<UserRow[]> {
+    return userRows(this.reads.rows<UserRow>(sql, params, options));
   }
 
   /** A live user of the caller's account; another account's id is indistinguishable from a missing one. */

@@ -88,14 +88,14 @@ export class UserResolver {
 
   @Authorized<Requirement>('users.write', 'write')
   @Mutation(() => UpdateUserPayload, { description: 'Users may change their own profile (not their role); can_update_user changes anyone.' })
-  async updateUser(@Arg('input', () => UpdateUserInput) input: UpdateUserInput, @Ctx() context: Context): Promise<UpdateUserPayload> {
-    return { user: await usersService(context).update(input) };
+  async updateUser(@Arg('input', () => UpdateUserInput) input: UpdateUserInput, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UpdateUserPayload> {
+    return { user: await usersService(context).update(input, selectedFieldNames(info, ['user'])) };
   }
 
   @Authorized<Requirement>('users.write', 'write')
   @Mutation(() => UpdateUsersPayload, { description: 'All or nothing: one invalid element fails the whole call and changes nothing.' })
-  async updateUsers(@Arg('input', () => UpdateUsersInput) input: UpdateUsersInput, @Ctx() context: Context): Promise<UpdateUsersPayload> {
-    return { users: await usersService(context).updateMany(input.users) };
+  async updateUsers(@Arg('input', () => UpdateUsersInput) input: UpdateUsersInput, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UpdateUsersPayload> {
+    return { users: await usersService(context).updateMany(input.users, selectedFieldNames(info, ['users'])) };
   }
 
   @Authorized<Requirement>('users.write', 'write', 'can_update_user')

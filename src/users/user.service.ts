@@ -8,14 +8,16 @@ import { PUBLIC_ID_PATTERN, newPublicId } from '../db/public-id.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { User } from './user.entity.js';
 import type { UserDeletedHook } from './user-lifecycle.js';
-import { lockLiveUser, lockLiveUsers } from './user-locks.js';
+import { lockLiveUser } from './user-locks.js';
+import type { UserRow } from './user.reads.js';
+import { UserWrites, type LockedUser, type UserPatch } from './user.writes.js';
 import { normalizeEmail, validateUserFields, type UserFields } from './user.validation.js';
 
 export const MAX_USERS_PER_BULK_UPDATE = 100;
 export const MAX_PAGE_SIZE = 100;
 const COLORS = ['green', 'red', 'purple', 'orange', 'teal', 'blue', 'brown', 'cayenne', 'forest-green', 'navy', 'violet', 'turquoise'];
 
-export type UserPatch = UserFields & { id: string };
+export type { UserPatch } from './user.writes.js';
 
 function isEmailConflict(error: unknown): boolean {
   return error instanceof UniqueConstraintViolationException && /users_account_email_live_uniq/.test(error.message);
@@ -73,23 +75,27 @@ export class UsersService {
     }
   }
 
-  async update(patch: UserPatch): Promise<User> {
-    const [user] = await this.updateMany([patch], { single: true });
+  /** `fields`: the User fields the caller presents (GraphQL selection), as for the reads. */
+  async update(patch: UserPatch, fields: Iterable<string>): Promise<UserRow> {
+    const [user] = await this.updateMany([patch], fields, { single: true });
     return user!;
   }
 
-  /** All or nothing: every element is checked before any is written, in one transaction. */
-  async updateMany(patches: UserPatch[], options: { single?: boolean } = {}): Promise<User[]> {
+  /**
+   * All or nothing: every element is checked before any is written, in one transaction. The rows
+   * are locked and read, and then written, by plain statements (UserWrites, src/db/write-path.ts):
+   * no entity is loaded for a bulk update.
+   */
+  async updateMany(patches: UserPatch[], fields: Iterable<string>, options: { single?: boolean } = {}): Promise<UserRow[]> {
     if (!options.single && (patches.length === 0 || patches.length > MAX_USERS_PER_BULK_UPDATE)) {
       throw new InvalidInputError(`users must hold 1 to ${MAX_USERS_PER_BULK_UPDATE} elements`);
     }
     return this.transactions.run(this.em, async (em) => {
+      const writes = new UserWrites(em, this.principal.accountId);
       const label = (index: number) => (options.single ? '' : `users[${index}].`);
       // Every target row is locked before any is changed, in one statement in id order: whatever
       // order clients list users in, overlapping updates queue up instead of deadlocking.
-      const locked = await lockLiveUsers(em, this.principal.accountId, patches.map((patch) => patch.id));
-      const users = locked.size ? await em.find(User, { id: { $in: [...locked] } }, { orderBy: { id: 'asc' } }) : [];
-      const byId = new Map(users.map((user) => [user.id, user]));
+      const byId = new Map((await writes.lockForUpdate(patches.map((patch) => patch.id))).map((user) => [user.id, user]));
       const problems: string[] = [];
       const seen = new Set<string>();
       const emails = new Map<string, number>();
@@ -117,26 +123,24 @@ export class UsersService {
       });
       if (problems.length) throw new InvalidInputError(problems);
 
-      for (const [index, patch] of patches.entries()) {
-        const user = byId.get(patch.id)!;
-        if (patch.email !== undefined && normalizeEmail(patch.email) !== normalizeEmail(user.email)) {
-          await this.assertEmailFree(patch.email, em, patches.map((p) => p.id), `${label(index)}email`);
-        }
-        if (patch.name !== undefined) user.name = patch.name.trim();
-        if (patch.email !== undefined) user.email = patch.email.trim();
-        if (patch.timeZone !== undefined) user.timeZone = patch.timeZone;
-        if (patch.color !== undefined) user.color = patch.color;
-        if (patch.role !== undefined) user.role = patch.role;
-        if (patch.description !== undefined) user.description = patch.description;
-        if (patch.jobTitle !== undefined) user.jobTitle = patch.jobTitle;
-      }
+      // Emails that change, checked against the other users of the account in one statement; the
+      // first element asking for a taken one is reported. Users of this batch may hand theirs on:
+      // if one keeps it after all, the unique index refuses the update below.
+      const changing = patches.flatMap((patch, index) => {
+        const email = patch.email === undefined ? undefined : normalizeEmail(patch.email);
+        return email !== undefined && email !== normalizeEmail(byId.get(patch.id)!.email) ? [{ email, index }] : [];
+      });
+      const holders = await writes.emailHolders(changing.map((change) => change.email));
+      const batch = new Set(patches.map((patch) => patch.id));
+      const taken = changing.find((change) => holders.has(change.email) && !batch.has(holders.get(change.email)!));
+      if (taken) throw new InvalidInputError(`${label(taken.index)}email has already been taken`);
+
       try {
-        await em.flush();
+        return await writes.apply(patches, fields);
       } catch (error) {
         if (isEmailConflict(error)) throw new InvalidInputError('email has already been taken');
         throw error;
       }
-      return patches.map((patch) => byId.get(patch.id)!);
     }, options.single ? 'users.update' : 'users.updateMany');
   }
 
@@ -156,7 +160,7 @@ export class UsersService {
   }
 
   /** Self may edit own profile fields; others, and any role change, need can_update_user. */
-  private assertMayChange(user: User, patch: UserFields): void {
+  private assertMayChange(user: LockedUser, patch: UserFields): void {
     if (canUpdateUser(this.principal)) return;
     if (!policy.isSelf(this.principal, user.id)) {
       throw new ForbiddenError('Only the user themself or a holder of can_update_user may change this user.');
@@ -165,12 +169,12 @@ export class UsersService {
     policy.assertCanWrite(this.principal);
   }
 
-  private async assertEmailFree(email: string, em: EntityManager = this.em, exceptIds: string[] = [], field = 'email'): Promise<void> {
+  private async assertEmailFree(email: string, em: EntityManager): Promise<void> {
     const [taken] = await em.execute<{ id: string }[]>(
       'select id from users where account_id = ? and lower(email) = ? and deleted_at is null limit 1',
       [this.principal.accountId, normalizeEmail(email)],
     );
-    if (taken && !exceptIds.includes(taken.id)) throw new InvalidInputError(`${field} has already been taken`);
+    if (taken) throw new InvalidInputError('email has already been taken');
   }
 }
 

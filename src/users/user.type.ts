@@ -25,7 +25,7 @@ registerEnumType(UserRoleEnum, {
 });
 
 /**
- * The GraphQL face of a user. Its sources are plain rows (reads) or the `User` entity (mutations);
+ * The GraphQL face of a user. Its sources are plain rows (reads, updates) or the `User` entity (createUser);
  * fields are read straight from them (`simpleResolvers`: no per-field type-graphql resolver, see
  * PlainResolver), those derived from configuration (`self`, `htmlUrl`, `avatarUrl`) are computed
  * by plain resolvers from either source, and other features add their field resolvers.
@@ -78,7 +78,7 @@ export class UserType implements Partial<Record<keyof User, unknown>> {
   avatarUrl!: string;
 }
 
-/** A user as field resolvers see it: a plain row from a read, or the entity a mutation returns. */
+/** A user as field resolvers see it: a plain row from a read or an update, or the entity createUser returns. */
 export type UserSource = UserRow | User;
 
 export const UserConnection = connectionType<UserRow>('User', () => UserType);

@@ -1,0 +1,79 @@
+import type { EntityManager } from '@mikro-orm/sql';
+
+/**
+ * The one place that decides how bulk writes reach the database without the unit of work. A
+ * write that checks a batch and changes it (updating up to 100 users) runs plain statements on
+ * the transaction's connection: the lock statement reads only the columns the checks need, and
+ * one UPDATE applies every element's own changes and returns the rows to present. No entity is
+ * built, registered or compared. Writes that create rows or cascade through features keep
+ * entities; every write still runs inside `TransactionRunner.run` (lock timeout, retries).
+ *
+ * Measured (docs/BENCHMARKS.md, "perf-writes"): loading 100 entities, computing their change sets
+ * and batching the flush cost more CPU than the statements themselves.
+ */
+export interface WritePath {
+  /** Rows of a statement run in the transaction `tx` belongs to. */
+  rows<T extends object>(sql: string, params: readonly unknown[]): Promise<T[]>;
+}
+
+export function writePath(tx: EntityManager): WritePath {
+  return {
+    // em.execute joins the transaction of `tx`; the connection's own execute would not.
+    rows: <T extends object>(sql: string, params: readonly unknown[]) => tx.execute<T[]>(sql, [...params], 'all'),
+  };
+}
+
+/** A plain update of many rows by key, each row with its own subset of columns to change. */
+export interface PatchUpdate {
+  table: string;
+  /** The key column, matched against each patch's `key` field. */
+  key: string;
+  /** Patch field -> column. A field absent from a patch keeps the column; a null clears it. */
+  columns: Readonly<Record<string, string>>;
+  /** Patches: the key field plus the fields to change, values as the column stores them (text). */
+  patches: readonly Readonly<Record<string, unknown>>[];
+  /** Further conditions on the target rows (e.g. the account), with their parameters. */
+  where: { sql: string; params: readonly unknown[] };
+  /** A timestamp column set to now() on the rows whose values change, and only on those. */
+  touched?: string;
+  /** The RETURNING list (columns of the table: the new values). */
+  returning: string;
+}
+
+/**
+ * One UPDATE ... FROM a JSON array of the patches: a field absent from a patch is not a key of its
+ * JSON object (`->` is SQL NULL), a null is JSON null (`->>` is SQL NULL). The patches travel
+ * as one parameter, whatever their number, so the statement text does not grow with the batch.
+ */
+export function patchUpdateStatement(update: PatchUpdate): { sql: string; params: unknown[] } {
+  const given = (field: string) => `patch.value -> ${quoteLiteral(field)} is not null`;
+  const value = (field: string) => `patch.value ->> ${quoteLiteral(field)}`;
+  const fields = Object.keys(update.columns);
+  const assignments = fields.map((field) => {
+    const column = update.columns[field]!;
+    return `${column} = case when ${given(field)} then ${value(field)} else ${update.table}.${column} end`;
+  });
+  if (update.touched) {
+    const changed = fields.map((field) => `(${given(field)} and ${value(field)} is distinct from ${update.table}.${update.columns[field]})`).join(' or ');
+    assignments.push(`${update.touched} = case when ${changed} then now() else ${update.table}.${update.touched} end`);
+  }
+  const patches = update.patches.map((patch) => {
+    const json: Record<string, unknown> = { [update.key]: patch[update.key] };
+    for (const field of fields) if (patch[field] !== undefined) json[field] = patch[field];
+    return json;
+  });
+  // The keys again as a list: with them the planner reaches the rows through the key's index
+  // (it cannot look into the JSON to estimate the join, and would scan the table).
+  return {
+    sql: `update ${update.table} set ${assignments.join(', ')}
+           from jsonb_array_elements(?::jsonb) as patch(value)
+          where ${update.table}.${update.key} in (?) and ${update.table}.${update.key} = ${value(update.key)} and ${update.where.sql}
+          returning ${update.returning}`,
+    params: [JSON.stringify(patches), patches.map((patch) => patch[update.key]), ...update.where.params],
+  };
+}
+
+/** Field names are ours (code, not input); quoting keeps a stray quote from ending the literal. */
+function quoteLiteral(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}

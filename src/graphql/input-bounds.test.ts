@@ -1,0 +1,26 @@
+import 'reflect-metadata';
+import { parse } from 'graphql';
+import { buildAppSchema } from './schema.js';
+import { operationInputProblems } from './input-bounds.js';
+
+// The bounds walk checks each input position with what was computed for it once; the names and
+// messages are those of the value's place in the arguments.
+test('problems of a bulk input name the element and field; literals and variables alike', async () => {
+  const schema = await buildAppSchema();
+  const document = parse('mutation($input: UpdateUsersInput!) { updateUsers(input: $input) { users { id } } }');
+  const users = Array.from({ length: 100 }, (_, index) => ({ id: `P${String(index).padStart(6, '0')}`, jobTitle: `Title ${index}` }));
+  expect(operationInputProblems(schema, document, undefined, { input: { users } })).toEqual([]);
+  users[3] = { ...users[3]!, jobTitle: 'x'.repeat(101) };
+  users[97] = { ...users[97]!, jobTitle: 'bad\u0000', ...{ name: '\ud800' } };
+  expect(operationInputProblems(schema, document, undefined, { input: { users } })).toEqual([
+    'input.users[3].jobTitle must be at most 100 characters (got 101)',
+    'input.users[97].name contains an unpaired UTF-16 surrogate',
+    'input.users[97].jobTitle contains a NUL character (U+0000)',
+  ]);
+  const literal = parse('mutation { updateUser(input: { id: "P000001", description: "a\\u0000" }) { user { id } } }');
+  expect(operationInputProblems(schema, literal, undefined, {})).toEqual(['input.description contains a NUL character (U+0000)']);
+  const search = parse('{ users(query: "q") { totalCount } }');
+  expect(operationInputProblems(schema, search, undefined, {})).toEqual([]);
+  const long = parse(`{ users(query: "${'q'.repeat(101)}") { totalCount } }`);
+  expect(operationInputProblems(schema, long, undefined, {})).toEqual(['query must be at most 100 characters (got 101)']);
+});
