@@ -65,7 +65,9 @@ interface Server {
 async function startServer(script: string, databaseUrl: string, env: Record<string, string> = {}): Promise<Server> {
   // BENCH_PROFILE_DIR: the service writes a V8 CPU profile there when it stops (node --cpu-prof).
   const profile = script === 'app-server.js' && process.env.BENCH_PROFILE_DIR && !env.BENCH_COUNT_STATEMENTS ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const child = fork(here(script), [], { env: { ...process.env, ...env, BENCH_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: script === 'app-server.js' ? [...serverNodeFlags, ...profile] : profile });
+  // NODE_ENV=production as deployed (README, configuration): graphql-js, for one, skips its development-mode checks then.
+  const mode = script === 'app-server.js' ? { NODE_ENV: 'production' } : {};
+  const child = fork(here(script), [], { env: { ...process.env, ...mode, ...env, BENCH_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: script === 'app-server.js' ? [...serverNodeFlags, ...profile] : profile });
   const [{ port }] = (await once(child, 'message')) as [{ port: number }];
   return {
     process: child,
