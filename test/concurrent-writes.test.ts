@@ -413,6 +413,13 @@ describe('lock_timeout', () => {
     await slow?.close();
   });
 
+  postgresOnly('every pooled connection carries the configured lock_timeout (no SET LOCAL per write transaction)', async () => {
+    const [read] = await slow.database.em().execute<{ lock_timeout: string }[]>('show lock_timeout');
+    expect(read!.lock_timeout).toBe(`${LOCK_TIMEOUT_MS}ms`);
+    const [inWrite] = await slow.database.transactions.run(slow.database.em(), (tx) => tx.execute<{ lock_timeout: string }[]>('show lock_timeout'), 'test.show');
+    expect(inWrite!.lock_timeout).toBe(`${LOCK_TIMEOUT_MS}ms`);
+  });
+
   postgresOnly('a write blocked behind a held row lock ends as 503 busy on both faces, then succeeds once the lock is gone', async () => {
     const account = await slow.createAccount();
     const user = await slow.createUser(account);

@@ -27,7 +27,11 @@ export interface DatabaseOptions {
   /** Receives every SQL statement; tests count queries with it. */
   onQuery?: (sql: string) => void;
   poolMax?: number;
-  /** `SET LOCAL lock_timeout` of every write transaction (DATABASE_LOCK_TIMEOUT_MS). */
+  /**
+   * `lock_timeout` of every write transaction (DATABASE_LOCK_TIMEOUT_MS). PostgreSQL: a startup
+   * parameter of every pooled connection, so reads waiting on a lock (behind DDL) are bounded
+   * too; PGlite: `SET LOCAL` in each write transaction.
+   */
   lockTimeoutMs?: number;
   /** Sees every retried and abandoned write transaction; tests count retries with it. */
   transactionObserver?: TransactionObserver;
@@ -103,10 +107,11 @@ export interface PostgresConnectionOptions {
   replicaUrls?: readonly string[];
   poolTimeoutMs?: number;
   statementTimeoutMs?: number;
+  lockTimeoutMs?: number;
 }
 
 export function postgresOrmOptions(databaseUrl: string, connection: PostgresConnectionOptions = {}): Partial<Options> {
-  const { poolMax = 10, replicaUrls = [], poolTimeoutMs = DEFAULT_POOL_TIMEOUT_MS, statementTimeoutMs } = connection;
+  const { poolMax = 10, replicaUrls = [], poolTimeoutMs = DEFAULT_POOL_TIMEOUT_MS, statementTimeoutMs, lockTimeoutMs } = connection;
   return {
     driver: PostgreSqlDriver,
     clientUrl: databaseUrl,
@@ -116,6 +121,8 @@ export function postgresOrmOptions(databaseUrl: string, connection: PostgresConn
       connectionTimeoutMillis: poolTimeoutMs,
       // pg sends it as a startup parameter of each connection: no extra round trip per request.
       ...(statementTimeoutMs ? { statement_timeout: statementTimeoutMs } : {}),
+      // Measured (docs/BENCHMARKS.md, "Follow-up: the write path"): a SET LOCAL per transaction cost ~0.9 ms of CPU per write.
+      ...(lockTimeoutMs ? { lock_timeout: lockTimeoutMs } : {}),
     },
     ...(replicaUrls.length ? { replicas: replicaUrls.map((clientUrl) => ({ clientUrl })), preferReadReplicas: false } : {}),
   };
@@ -170,10 +177,11 @@ function joinRunningServer(dataDir: string, busy: EmbeddedDatabaseBusyError): Em
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const base = baseOrmOptions(options.entities, options.onQuery);
+  const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_TRANSACTION_POLICY.lockTimeoutMs;
   let orm: MikroORM;
   let embedded: EmbeddedConnection | undefined;
   if (options.databaseUrl) {
-    orm = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, options) } as Options);
+    orm = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, { ...options, lockTimeoutMs }) } as Options);
   } else {
     embedded = await openEmbedded(options.dataDir, options.embeddedAccess);
     try {
@@ -189,7 +197,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 
   const em = () => orm.em.fork() as EntityManager;
   const transactions = new TransactionRunner(
-    { ...DEFAULT_TRANSACTION_POLICY, lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_TRANSACTION_POLICY.lockTimeoutMs },
+    { ...DEFAULT_TRANSACTION_POLICY, lockTimeoutMs, lockTimeoutOnConnection: kind === 'postgresql' },
     options.transactionObserver ? [options.transactionObserver] : [],
   );
   return {

@@ -4,8 +4,14 @@ import { ServiceUnavailableError } from '../errors/domain-errors.js';
 
 /** How every write transaction behaves under contention. */
 export interface TransactionPolicy {
-  /** `SET LOCAL lock_timeout` of every write transaction: no write waits longer for a row lock. */
+  /** `lock_timeout` of every write transaction: no write waits longer for a row lock. */
   lockTimeoutMs: number;
+  /**
+   * The connections already carry `lock_timeout = lockTimeoutMs` (a startup parameter of every
+   * pooled PostgreSQL connection), so a transaction needs no `SET LOCAL` round trip of its own.
+   * False where connections cannot be given it (embedded PGlite) or may hold another value.
+   */
+  lockTimeoutOnConnection?: boolean;
   /** Attempts in all (the first run included) when PostgreSQL reports a deadlock or a serialization failure. */
   maxAttempts: number;
   /** The backoff before attempt n is drawn uniformly from [0, min(maxBackoffMs, baseBackoffMs * 2^(n-2))]. */
@@ -54,7 +60,7 @@ export function sqlStateOf(error: unknown): string | undefined {
 /**
  * The one way a write reaches the database. `run(em, work)` executes `work` in a transaction on a
  * clear fork of `em` (so a re-run starts from an empty identity map, never from the previous run's
- * half-applied entities), with `SET LOCAL lock_timeout`. A deadlock or serialization failure rolls
+ * half-applied entities), under `lock_timeout` (the connection's, else `SET LOCAL`). A deadlock or serialization failure rolls
  * it back and runs it again, up to `maxAttempts`, after a jittered backoff; `work` must therefore
  * have no side effects outside the transaction. Exhausted retries and a lock timeout end as
  * `ServiceUnavailableError` (the documented 503 busy answer), never as an internal error.
@@ -85,7 +91,7 @@ export class TransactionRunner {
         return await em.transactional(
           async (tx) => {
             // An integer validated at start: safe to inline (SET takes no bind parameters).
-            await tx.execute(`set local lock_timeout = ${this.policy.lockTimeoutMs}`, [], 'run');
+            if (!this.policy.lockTimeoutOnConnection) await tx.execute(`set local lock_timeout = ${this.policy.lockTimeoutMs}`, [], 'run');
             return work(tx);
           },
           { clear: true },
