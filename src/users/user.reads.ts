@@ -17,9 +17,8 @@ export interface UserRow extends UserFields {
   createdAt?: Date;
 }
 
-/** GraphQL field -> column. Fields not listed here (self, htmlUrl, other features' fields) need only `id`. */
-const USER_COLUMNS: Record<keyof UserRow, string> = {
-  id: 'id',
+/** GraphQL field -> column of the fields a user's creation or update sets (UserFields). */
+export const USER_FIELD_COLUMNS = {
   name: 'name',
   email: 'email',
   timeZone: 'time_zone',
@@ -27,6 +26,12 @@ const USER_COLUMNS: Record<keyof UserRow, string> = {
   role: 'role',
   description: 'description',
   jobTitle: 'job_title',
+} as const satisfies Record<keyof UserFields, string>;
+
+/** GraphQL field -> column. Fields not listed here (self, htmlUrl, other features' fields) need only `id`. */
+const USER_COLUMNS: Record<keyof UserRow, string> = {
+  id: 'id',
+  ...USER_FIELD_COLUMNS,
   avatarUrl: 'avatar_url',
   invitationSent: 'invitation_sent',
   createdViaSso: 'created_via_sso',

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/sql';
 import type { UserRole } from '../auth/roles.js';
 import { patchUpdateStatement, writePath, type WritePath } from '../db/write-path.js';
 import { lockLiveUserRows } from './user-locks.js';
-import { userRows, userSelectList, type UserRow } from './user.reads.js';
+import { USER_FIELD_COLUMNS, userRows, userSelectList, type UserRow } from './user.reads.js';
 import type { UserFields } from './user.validation.js';
 
 /** What the checks of an update read from a user row it locked. */
@@ -13,17 +13,6 @@ export interface LockedUser {
 }
 
 export type UserPatch = UserFields & { id: string };
-
-/** Patch field -> column of the fields an update can change. */
-const WRITABLE_COLUMNS = {
-  name: 'name',
-  email: 'email',
-  timeZone: 'time_zone',
-  color: 'color',
-  role: 'role',
-  description: 'description',
-  jobTitle: 'job_title',
-} as const satisfies Record<keyof UserFields, string>;
 
 /**
  * Updates of users on the write path (src/db/write-path.ts), inside the caller's transaction:
@@ -68,7 +57,7 @@ export class UserWrites {
     const statement = patchUpdateStatement({
       table: 'users',
       key: 'id',
-      columns: WRITABLE_COLUMNS,
+      columns: USER_FIELD_COLUMNS,
       patches: patches.map((patch) => ({ ...patch, name: patch.name?.trim(), email: patch.email?.trim() })),
       where: { sql: 'users.account_id = ? and users.deleted_at is null', params: [this.accountId] },
       touched: 'updated_at',
