@@ -50,7 +50,8 @@ export class UsersService {
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.transactions.run(this.em, async (em) => {
-          await this.assertEmailFree(fields.email!, em);
+          const holders = await new UserWrites(em, this.principal.accountId).emailHolders([normalizeEmail(fields.email!)]);
+          if (holders.size) throw new InvalidInputError('email has already been taken');
           const { timeZone: accountTimeZone } = await em.findOneOrFail(Account, { id: this.principal.accountId });
           const user = em.create(User, {
             id: this.newId(),
@@ -167,14 +168,6 @@ export class UsersService {
     }
     if (patch.role !== undefined && patch.role !== user.role) throw new ForbiddenError('Changing a role requires the can_update_user permission.');
     policy.assertCanWrite(this.principal);
-  }
-
-  private async assertEmailFree(email: string, em: EntityManager): Promise<void> {
-    const [taken] = await em.execute<{ id: string }[]>(
-      'select id from users where account_id = ? and lower(email) = ? and deleted_at is null limit 1',
-      [this.principal.accountId, normalizeEmail(email)],
-    );
-    if (taken) throw new InvalidInputError('email has already been taken');
   }
 }
 
