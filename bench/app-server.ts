@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import v8 from 'node:v8';
 import { destination } from 'pino';
-import { allEntities } from '../src/app/features.js';
+import { allCommitHooks, allEntities } from '../src/app/features.js';
 import { createApp } from '../src/app/app.js';
 import { openDatabase } from '../src/db/database.js';
 import { createLogger } from '../src/logging/logger.js';
@@ -20,6 +20,7 @@ const database = await openDatabase({
   databaseUrl: process.env.BENCH_DATABASE_URL,
   dataDir: undefined,
   entities: allEntities(),
+  commitHooks: allCommitHooks(),
   poolMax: 10,
   ...(counting ? { onQuery: () => void statements++ } : {}),
 });

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { allEntities } from '../src/app/features.js';
+import { allCommitHooks, allEntities } from '../src/app/features.js';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
 import { AccountsService } from '../src/accounts/accounts.service.js';
@@ -106,7 +106,7 @@ async function prepare(size: number): Promise<Prepared> {
     await admin.query(`create database ${name}`);
   }
   await admin.end();
-  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: undefined, entities: allEntities(), poolMax: 4 });
+  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: undefined, entities: allEntities(), commitHooks: allCommitHooks(), poolMax: 4 });
   try {
     await database.migrate();
     const em = database.em();
@@ -312,7 +312,7 @@ for (const size of sizes) {
   }
 
   // Plans of the search statements exactly as the service builds them.
-  const database = await openDatabase({ databaseUrl: prepared.databaseUrl, dataDir: undefined, entities: allEntities(), poolMax: 2 });
+  const database = await openDatabase({ databaseUrl: prepared.databaseUrl, dataDir: undefined, entities: allEntities(), commitHooks: allCommitHooks(), poolMax: 2 });
   const platform = database.em().getPlatform();
   for (const term of [prepared.rareTerm, 'lovelace', 'shafi', 'q', 'zq', 'an']) {
     const options = { query: term, first: 25 };

@@ -6,7 +6,7 @@ import { EmbeddedDatabaseBusyError } from './db/embedded-lock.js';
 import { resolveServerSecret } from './auth/server-secret.js';
 import { AccountsService } from './accounts/accounts.service.js';
 import { bootstrapAccount } from './accounts/bootstrap.js';
-import { allEntities } from './app/features.js';
+import { allCommitHooks, allEntities } from './app/features.js';
 import { createApp } from './app/app.js';
 import { createRateLimiter } from './auth/rate-limit.js';
 import { shutdownGracefully } from './app/shutdown.js';
@@ -22,6 +22,7 @@ async function main(): Promise<void> {
     replicaUrls: config.databaseReplicaUrls,
     dataDir: config.dataDir,
     entities: allEntities(),
+    commitHooks: allCommitHooks(),
     lockTimeoutMs: config.databaseLockTimeoutMs,
     poolTimeoutMs: config.databasePoolTimeoutMs,
     statementTimeoutMs: config.databaseStatementTimeoutMs,

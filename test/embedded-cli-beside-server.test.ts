@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import supertest from 'supertest';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
 import { createApp, type App } from '../src/app/app.js';
-import { allEntities } from '../src/app/features.js';
+import { allCommitHooks, allEntities } from '../src/app/features.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { createLogger } from '../src/logging/logger.js';
@@ -37,7 +37,7 @@ describe('accessctl beside the running embedded server', () => {
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'aag-embedded-'));
-    database = await openDatabase({ databaseUrl: undefined, dataDir, entities: allEntities(), embeddedAccess: 'serve' });
+    database = await openDatabase({ databaseUrl: undefined, dataDir, entities: allEntities(), commitHooks: allCommitHooks(), embeddedAccess: 'serve' });
     await database.migrate();
     const logger = createLogger({ logLevel: 'silent' });
     server = await createApp({ settings: TEST_SETTINGS, database, logger, serverSecret: randomBytes(32), rateLimiter: createRateLimiter({ perMinute: 1_000_000, logger }) });

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import supertest from 'supertest';
 import { createApp } from '../src/app/app.js';
-import { allEntities } from '../src/app/features.js';
+import { allCommitHooks, allEntities } from '../src/app/features.js';
 import { shutdownGracefully } from '../src/app/shutdown.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
 import { openDatabase, type Database } from '../src/db/database.js';
@@ -67,7 +67,7 @@ test('SIGTERM-style stop under keep-alive load: readiness 503, Connection: close
   // The stopping instance has its own connection pool on the same data; the harness's app plays the instance that stays.
   let serverDatabase: Database;
   let databaseClosed = false;
-  if (h.database.url) serverDatabase = await openDatabase({ databaseUrl: h.database.url, dataDir: undefined, entities: allEntities(), poolMax: 5 });
+  if (h.database.url) serverDatabase = await openDatabase({ databaseUrl: h.database.url, dataDir: undefined, entities: allEntities(), commitHooks: allCommitHooks(), poolMax: 5 });
   else serverDatabase = { ...h.database, close: async () => void (databaseClosed = true) };
   const logs: Array<{ level: number; msg: string }> = [];
   const logger = createLogger({ logLevel: 'info' }, new Writable({ write: (chunk, _encoding, done) => (logs.push(JSON.parse(String(chunk))), done()) }));

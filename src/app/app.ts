@@ -189,7 +189,13 @@ export async function createApp(options: AppOptions): Promise<App> {
       const em = database.em();
       const authentication = await authenticate(em, req.get('authorization'), runtime.credentialResolvers);
       const requestId = res.locals.requestId as string;
-      const transactions = database.transactions.observedBy(transactionLog(logger, requestId));
+      const transactions = database.transactions.observedBy(transactionLog(logger, requestId)).onBehalfOf({
+        face: req.path === '/graphql' ? 'graphql' : 'rest',
+        principal: authentication.status === 'authenticated' ? authentication.principal : undefined,
+        requestId,
+        remoteAddress: req.ip,
+        description: `${req.method} ${req.path}`,
+      });
       res.locals.context = createContext({ em, authentication, requestId, runtime, transactions });
       next();
     } catch (error) {

@@ -1,6 +1,7 @@
 import type { Router } from 'express';
 import type { CredentialResolver } from '../auth/authenticate.js';
 import type { Database } from '../db/database.js';
+import type { CommitHook } from '../db/change-journal.js';
 import type { Logger } from '../logging/logger.js';
 import type { oas31 } from 'openapi3-ts';
 import type { PlainOperationDescription } from '../rest/description.js';
@@ -23,6 +24,8 @@ export interface Feature {
   routes: RestRoute[];
   credentialResolvers?: CredentialResolver[];
   onUserDeleted?: UserDeletedHook;
+  /** Steps of the write path run before every commit that recorded changes (`recordChange`), e.g. the audit trail. */
+  commitHooks?: CommitHook[];
   /**
    * Plain Express routes that are not part of the API (no credentials, no v2 `Accept`
    * versioning, not JSON), e.g. the iCal feed. Mounted before authentication and REST negotiation.

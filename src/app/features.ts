@@ -10,3 +10,5 @@ import type { Feature } from './feature.js';
 export const features: readonly Feature[] = [accountsFeature, usersFeature, oauthDelegationsFeature, calendarFeedFeature, notificationSubscriptionsFeature, oauthServerFeature];
 
 export const allEntities = () => features.flatMap((feature) => feature.entities);
+
+export const allCommitHooks = () => features.flatMap((feature) => feature.commitHooks ?? []);

@@ -5,7 +5,7 @@ import { ConfigError, loadConfig } from '../config/config.js';
 import { openDatabase } from '../db/database.js';
 import { EmbeddedDatabaseBusyError } from '../db/embedded-lock.js';
 import { DomainError } from '../errors/domain-errors.js';
-import { allEntities } from '../app/features.js';
+import { allCommitHooks, allEntities } from '../app/features.js';
 import { UsageError, type CliCommand } from './command.js';
 import { bootstrapCommand, createApiKeyCommand, migrateCommand } from './commands/accounts.commands.js';
 import { seedCommand } from './commands/seed.command.js';
@@ -39,11 +39,13 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const config = loadConfig();
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, replicaUrls: config.databaseReplicaUrls, lockTimeoutMs: config.databaseLockTimeoutMs, statementTimeoutMs: config.databaseStatementTimeoutMs, dataDir: config.dataDir, entities: allEntities(), embeddedAccess: 'join' });
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, replicaUrls: config.databaseReplicaUrls, lockTimeoutMs: config.databaseLockTimeoutMs, statementTimeoutMs: config.databaseStatementTimeoutMs, dataDir: config.dataDir, entities: allEntities(), commitHooks: allCommitHooks(), embeddedAccess: 'join' });
   try {
     const applied = await database.migrate();
     if (applied.length) process.stderr.write(`applied migrations: ${applied.join(', ')}\n`);
-    const result = await command.run(database, values, {
+    // An operator's writes are attributed to the command that made them (the audit trail's `other` method).
+    const operator = { ...database, transactions: database.transactions.onBehalfOf({ face: 'cli', description: `accessctl ${command.name}` }) };
+    const result = await command.run(operator, values, {
       info: (message) => process.stderr.write(`${message}\n`),
       serverSecret: () => resolveServerSecret(config),
       readStdin: async () => {

@@ -13,6 +13,7 @@ import { embeddedSocketClientOptions, embeddedSocketExists, serveEmbeddedSocket 
 import { recordSqlSpan } from '../observability/tracing.js';
 import { observePool } from './pool-metrics.js';
 import { DEFAULT_TRANSACTION_POLICY, TransactionRunner, type TransactionObserver } from './transaction.js';
+import type { CommitHook } from './change-journal.js';
 
 export type { EntityManager };
 
@@ -24,6 +25,8 @@ export interface DatabaseOptions {
   /** Where embedded PGlite keeps its files; unset (with no URL) means in memory, for tests. */
   dataDir: string | undefined;
   entities: Function[];
+  /** Run in every write transaction that recorded changes, before it commits (the features' `commitHooks`). */
+  commitHooks?: CommitHook[];
   /** Receives every SQL statement; tests count queries with it. */
   onQuery?: (sql: string) => void;
   poolMax?: number;
@@ -199,7 +202,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const transactions = new TransactionRunner(
     { ...DEFAULT_TRANSACTION_POLICY, lockTimeoutMs, lockTimeoutOnConnection: kind === 'postgresql' },
     options.transactionObserver ? [options.transactionObserver] : [],
-  );
+  ).withCommitHooks(options.commitHooks ?? []);
   return {
     orm,
     kind,

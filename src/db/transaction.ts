@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/sql';
 import { ServiceUnavailableError } from '../errors/domain-errors.js';
+import { openJournal, type CommitHook, type WriteOrigin } from './change-journal.js';
 
 /** How every write transaction behaves under contention. */
 export interface TransactionPolicy {
@@ -68,12 +69,19 @@ export function sqlStateOf(error: unknown): string | undefined {
  * Called inside a transaction already (a deletion hook, a service called from another's unit of
  * work), `run` joins it: only the outermost run may retry, because the database aborts the whole
  * transaction, not a part of it.
+ *
+ * What the work changed it says with `recordChange(tx, change)`; after the work, in the same
+ * transaction, the runner hands those changes to its commit hooks (the audit trail, live updates),
+ * with the runner's `origin`. This is the one place they are written: a feature cannot forget
+ * them, a rolled-back change leaves nothing, and a retried one leaves them once.
  */
 export class TransactionRunner {
   constructor(
     readonly policy: TransactionPolicy,
     private readonly observers: readonly TransactionObserver[] = [],
     private readonly random: () => number = Math.random,
+    private readonly commitHooks: readonly CommitHook[] = [],
+    readonly origin: WriteOrigin = { face: 'server' },
   ) {
     if (!Number.isSafeInteger(policy.lockTimeoutMs) || policy.lockTimeoutMs < 1) throw new RangeError('lockTimeoutMs must be a positive integer');
     if (!Number.isSafeInteger(policy.maxAttempts) || policy.maxAttempts < 1) throw new RangeError('maxAttempts must be a positive integer');
@@ -81,7 +89,17 @@ export class TransactionRunner {
 
   /** The same policy, also reporting to `observer` (e.g. one that logs with a request's id). */
   observedBy(observer: TransactionObserver): TransactionRunner {
-    return new TransactionRunner(this.policy, [...this.observers, observer], this.random);
+    return new TransactionRunner(this.policy, [...this.observers, observer], this.random, this.commitHooks, this.origin);
+  }
+
+  /** The same policy, running `hooks` before every commit that recorded changes (`recordChange`). */
+  withCommitHooks(hooks: readonly CommitHook[]): TransactionRunner {
+    return new TransactionRunner(this.policy, this.observers, this.random, [...this.commitHooks, ...hooks], this.origin);
+  }
+
+  /** The same runner, its writes attributed to `origin` (a request's principal and address, an operator's command). */
+  onBehalfOf(origin: WriteOrigin): TransactionRunner {
+    return new TransactionRunner(this.policy, this.observers, this.random, this.commitHooks, origin);
   }
 
   async run<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>, label = 'write'): Promise<T> {
@@ -92,7 +110,14 @@ export class TransactionRunner {
           async (tx) => {
             // An integer validated at start: safe to inline (SET takes no bind parameters).
             if (!this.policy.lockTimeoutOnConnection) await tx.execute(`set local lock_timeout = ${this.policy.lockTimeoutMs}`, [], 'run');
-            return work(tx);
+            const journal = openJournal(tx);
+            const result = await work(tx);
+            if (journal.changes.length > 0) {
+              // Flushed first so hooks read (and lock) what the work wrote, in the same transaction.
+              await tx.flush();
+              for (const hook of this.commitHooks) await hook.beforeCommit(tx, journal.changes, this.origin);
+            }
+            return result;
           },
           { clear: true },
         );

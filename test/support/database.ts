@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { allEntities } from '../../src/app/features.js';
+import { allCommitHooks, allEntities } from '../../src/app/features.js';
 import { openDatabase, type Database, type DatabaseOptions } from '../../src/db/database.js';
 
 /**
@@ -21,7 +21,7 @@ export type TestDatabase = Database & {
 export async function openTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
-    const database = await openDatabase({ databaseUrl: undefined, dataDir: undefined, entities: allEntities(), onQuery: options.onQuery, lockTimeoutMs: options.lockTimeoutMs, transactionObserver: options.transactionObserver });
+    const database = await openDatabase({ databaseUrl: undefined, dataDir: undefined, entities: allEntities(), commitHooks: allCommitHooks(), onQuery: options.onQuery, lockTimeoutMs: options.lockTimeoutMs, transactionObserver: options.transactionObserver });
     await database.migrate();
     return database;
   }
@@ -42,6 +42,7 @@ export async function openTestDatabase(options: TestDatabaseOptions = {}): Promi
     replicaUrls: options.replicaUrls,
     dataDir: undefined,
     entities: allEntities(),
+    commitHooks: allCommitHooks(),
     onQuery: options.onQuery,
     poolMax: 5,
     poolTimeoutMs: options.poolTimeoutMs,
