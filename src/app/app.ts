@@ -190,7 +190,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       const authentication = await authenticate(em, req.get('authorization'), runtime.credentialResolvers);
       const requestId = res.locals.requestId as string;
       const transactions = database.transactions.observedBy(transactionLog(logger, requestId));
-      res.locals.context = createContext({ em, authentication, requestId, runtime, transactions });
+      res.locals.context = createContext({ em, authentication, requestId, runtime, transactions, clientAddress: req.ip ?? 'unknown' });
       next();
     } catch (error) {
       next(error);

@@ -105,16 +105,18 @@ async function isLiveUser(em: EntityManager, accountId: string, userId: string):
  */
 async function revokeIssued(
   em: EntityManager,
-  scope: { accountId: string; userId: string; types?: readonly DelegationType[] },
-  by: { principal: Principal; at: Date; reason: RevocationReason },
+  scope: { accountId: string; userId: string; types?: readonly DelegationType[]; ids?: readonly string[]; exceptId?: string },
+  by: { principal?: Principal; at: Date; reason: RevocationReason },
 ): Promise<number> {
   const where: FilterQuery<OAuthDelegation> = { account: scope.accountId, userId: scope.userId, status: 'issued' };
   if (scope.types) where.delegationType = { $in: [...scope.types] };
+  if (scope.ids) where.id = { $in: [...scope.ids] };
+  if (scope.exceptId) where.id = { $ne: scope.exceptId };
   const revoked = await em.nativeUpdate(OAuthDelegation, where, {
     status: 'revoked',
     revokedAt: by.at,
-    revokedByKind: by.principal.kind,
-    revokedByCredentialId: by.principal.credentialId,
+    revokedByKind: by.principal?.kind ?? null,
+    revokedByCredentialId: by.principal?.credentialId ?? null,
     revocationReason: by.reason,
   });
   if (revoked) delegationsRevoked.inc({ reason: by.reason }, revoked);
@@ -240,6 +242,20 @@ function newestFirst(a: OAuthDelegation, b: OAuthDelegation): number {
   const byTime = b.createdAt.getTime() - a.createdAt.getTime();
   if (byTime !== 0) return byTime;
   return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+}
+
+/**
+ * Every issued delegation of a user, of every type (first-party sessions, third-party grants,
+ * operator-issued tokens), except `keepDelegationId` (the credential making the change, when it is
+ * one): their access and refresh tokens are refused from the next request on. Runs in the caller's
+ * transaction, which holds the user's row lock (the lock order of every write about a user).
+ */
+export function revokeUserDelegations(
+  em: EntityManager,
+  user: { accountId: string; userId: string },
+  by: { principal?: Principal; reason: RevocationReason; keepDelegationId?: string; at?: Date },
+): Promise<number> {
+  return revokeIssued(em, { ...user, exceptId: by.keepDelegationId }, { principal: by.principal, at: by.at ?? new Date(), reason: by.reason });
 }
 
 /** The users feature's deletion hook: every delegation of the deleted user, in the deleting transaction. */

@@ -12,7 +12,7 @@ import type { OAuthApp } from './oauth-app.entity.js';
 import { consentPage, problemPage, signInPage } from './pages.js';
 import { PASSWORD_MAX_LENGTH, checkSignIn } from './passwords.js';
 import { INTERACTION_PATH, LIFETIMES } from './provider.js';
-import { DEFAULT_SIGN_IN_LIMITS, allowSignInAttempt, type SignInLimits } from './sign-in-limiter.js';
+import { DEFAULT_SIGN_IN_LIMITS, beginSignInAttempt, type SignInLimits } from './sign-in-limiter.js';
 
 type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
 
@@ -124,12 +124,15 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
     const page = (status: number, error: string) =>
       sendPage(res, status, signInPage({ action: `${INTERACTION_PATH}/${interaction.uid}/login`, csrf: csrfFor(interaction.uid), appName: app.name, email, error }));
     const em = deps.database.em();
-    if (!(await allowSignInAttempt(em, email, req.ip ?? 'unknown', limits))) {
+    const attempt = await beginSignInAttempt(em, email, req.ip ?? 'unknown', limits);
+    if (!attempt.allowed) {
       deps.logger.warn({ clientId: app.clientId }, 'sign-in attempts over the limit');
+      res.set('Retry-After', String(attempt.retryAfterSeconds));
       return page(429, TOO_MANY_ATTEMPTS);
     }
     const userId = email && password ? await checkSignIn(em, app.account.id, email, password) : undefined;
     if (!userId) return page(401, WRONG_CREDENTIALS);
+    await attempt.succeeded();
     await finish(req, res, provider, { login: { accountId: userId } });
   }));
 
