@@ -159,6 +159,22 @@ export class OAuthDelegationsService {
     }, 'oauthDelegations.revoke');
   }
 
+  /**
+   * Revokes one of the user's delegations, whatever its type (a third-party app's grant included):
+   * the user themself or can_update_user. Another user's or account's delegation, or an id that is
+   * not a uuid, is not found. Revoking a revoked delegation changes nothing and answers the same.
+   */
+  async revokeOne(userId: string, id: string): Promise<OAuthDelegation> {
+    this.assertMayManage(userId);
+    return this.transactions.run(this.em, async (em) => {
+      if (!(await lockLiveUser(em, this.principal.accountId, userId))) throw new NotFoundError('user');
+      const delegation = isUuid(id) ? await em.findOne(OAuthDelegation, { id, account: this.principal.accountId, userId }) : null;
+      if (!delegation) throw new NotFoundError('OAuth delegation');
+      await revokeIssued(em, { accountId: this.principal.accountId, userId, ids: [id] }, { principal: this.principal, at: new Date(), reason: 'sign_out' });
+      return em.refresh(delegation) as Promise<OAuthDelegation>;
+    }, 'oauthDelegations.revokeOne');
+  }
+
   /** A user's delegations, newest first; 404 for a user that is not (or no longer) in the account. */
   async listForUser(userId: string, request: DelegationPageRequest): Promise<DelegationPage> {
     this.assertMayManage(userId);
@@ -346,7 +362,9 @@ export interface GrantDelegation {
 
 /**
  * One grant is one delegation: the first consent creates it, a later consent that widens the same
- * grant updates its scopes. A revoked delegation stays revoked (its grant is refused from then on).
+ * grant updates its scopes but never its expiry (a grant lasts its lifetime from the first consent,
+ * as the authorization server's own grant record does). A revoked delegation stays revoked (its
+ * grant is refused from then on).
  */
 export async function recordGrantDelegation(em: EntityManager, grant: GrantDelegation): Promise<void> {
   const scopes = grant.scopes.filter((scope) => ISSUABLE_SCOPES.includes(scope));
@@ -354,7 +372,7 @@ export async function recordGrantDelegation(em: EntityManager, grant: GrantDeleg
     `insert into oauth_delegations (id, account_id, user_id, delegation_type, client_id, client_name, scope, status, grant_id, created_at, expires_at)
      values (?, ?, ?, ?, ?, ?, ?, 'issued', ?, ?, ?)
      on conflict (grant_id) where grant_id is not null
-     do update set scope = excluded.scope, expires_at = greatest(oauth_delegations.expires_at, excluded.expires_at)`,
+     do update set scope = excluded.scope`,
     [randomUUID(), grant.accountId, grant.userId, grant.type, grant.clientId, grant.clientName, scopes.join(' '), grant.grantId, new Date().toISOString(), grant.expiresAt.toISOString()],
   );
 }
