@@ -234,10 +234,12 @@ export type CreateUserMutationVariables = Exact<{
 
 export type CreateUserMutation = { createUser: { user: { id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } } };
 
-export type CurrentUserQueryVariables = Exact<{ [key: string]: never; }>;
+export type CurrentUserQueryVariables = Exact<{
+  withCalendarUrls: Scalars['Boolean']['input'];
+}>;
 
 
-export type CurrentUserQuery = { viewer: { httpCalUrl: string | null, webCalUrl: string | null, id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } };
+export type CurrentUserQuery = { viewer: { httpCalUrl?: string | null, webCalUrl?: string | null, id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } };
 
 export type DeleteUserMutationVariables = Exact<{
   input: DeleteUserInput;
