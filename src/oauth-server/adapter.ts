@@ -49,6 +49,8 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
           signedInUserOf(payload),
         ],
       );
+      // Anyone can start a sign-in (one Interaction row each): abandoned ones go as soon as they expire.
+      if (this.model === 'Interaction') await purgeExpiredInteractions(database.em());
       if (Math.random() * PURGE_ONE_WRITE_IN < 1) await purgeExpiredRecords(database.em());
     }
 
@@ -109,6 +111,18 @@ function signedInUserOf(payload: AdapterPayload): string | null {
 /** About one write in this many also purges a batch of expired rows: no timer, no extra process. */
 const PURGE_ONE_WRITE_IN = 200;
 const PURGE_BATCH = 1000;
+
+async function purgeExpiredInteractions(em: EntityManager): Promise<void> {
+  await em.execute(
+    `delete from oauth_server_records where ctid in (
+       select ctid from oauth_server_records where expires_at < now() and model = 'Interaction' limit ${PURGE_INTERACTIONS_BATCH})`,
+    [],
+    'run',
+  );
+}
+
+/** More than one sign-in can start per purge, so each purge takes more than one abandoned interaction. */
+const PURGE_INTERACTIONS_BATCH = 20;
 
 /**
  * Expired records (and sign-in attempt windows long past) are useless; removing them keeps the

@@ -69,3 +69,20 @@ describe('consenting again', () => {
     expect(new Date(rows[0]!.expires_at).getTime()).toBe(new Date(before!.expires_at).getTime());
   });
 });
+
+describe('abandoned sign-ins', () => {
+  test('each new authorization request purges the interactions that have expired', async () => {
+    const m = await newMember(fixture.database);
+    const { app } = await registerApp(fixture.database, fixture.serverSecret, { accountId: m.accountId, kind: 'mobile', redirectUris: [LOOPBACK_REDIRECT] });
+    const config = await discover(fixture.instances[0]!.url, app.clientId, client.None());
+    const em = fixture.database.em();
+    for (let started = 0; started < 3; started += 1) await browse(new CookieJar(), await authorizationUrl(config, LOOPBACK_REDIRECT, 'users.read'), LOOPBACK_REDIRECT);
+    await em.execute("update oauth_server_records set expires_at = now() - interval '1 second' where model = 'Interaction'");
+    await browse(new CookieJar(), await authorizationUrl(config, LOOPBACK_REDIRECT, 'users.read'), LOOPBACK_REDIRECT);
+    const [left] = await em.execute<{ expired: string; live: string }[]>(
+      "select count(*) filter (where expires_at < now()) as expired, count(*) filter (where expires_at >= now()) as live from oauth_server_records where model = 'Interaction'",
+    );
+    expect(Number(left!.expired)).toBe(0);
+    expect(Number(left!.live)).toBe(1);
+  });
+});
