@@ -4,6 +4,7 @@ import { AccountsService } from '../accounts/accounts.service.js';
 import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
 import { CookieJar, PASSWORD, api, browse, discover, graphqlCall, newMember, registerApp, signIn, useOAuthServers } from '../../test/support/oauth-server.js';
 import { checkSignIn } from './passwords.js';
+import { setPasswordCommand } from '../cli/commands/oauth-server.commands.js';
 
 /** Issue 22, finding 1: changeMyPassword is no longer a password oracle open to any token of the user. */
 const fixture = useOAuthServers();
@@ -109,5 +110,17 @@ describe('a successful change', () => {
     const again = client.buildAuthorizationUrl(mobile.config, { redirect_uri: MOBILE_REDIRECT, scope: 'users.read', code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()), code_challenge_method: 'S256' });
     const next = await browse(jar, again, MOBILE_REDIRECT);
     expect(next.kind === 'page' && next.html).toContain('name="password"');
+  });
+});
+
+describe('an operator\'s reset (accessctl users set-password)', () => {
+  test('also ends the user\'s sessions and grants: what follows a suspected takeover', async () => {
+    const m = await newMember(fixture.database);
+    const mobile = await app(m.accountId, 'mobile');
+    const { tokens } = await signIn({ config: mobile.config, baseUrl: fixture.instances[0]!.url, redirectUri: MOBILE_REDIRECT, scope: 'users.read', email: m.email, password: PASSWORD });
+    expect((await api(fixture.instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`)).status).toBe(200);
+    await setPasswordCommand.run(fixture.database, { user: m.userId }, { info: () => {}, readStdin: async () => `${NEW_PASSWORD}\n` });
+    expect((await api(fixture.instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`)).status).toBe(401);
+    await expect(client.refreshTokenGrant(mobile.config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
   });
 });

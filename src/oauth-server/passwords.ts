@@ -46,16 +46,25 @@ async function liveUser(em: EntityManager, userId: string): Promise<LiveUserRow 
   return row;
 }
 
-/** Sets (or replaces) a live user's password; only the argon2id hash is stored. */
-export async function setPassword(em: EntityManager, userId: string, password: string): Promise<void> {
+/**
+ * An operator sets (or resets) a live user's password; only the argon2id hash is stored. A reset
+ * is what follows a suspected takeover, so it also ends the user's sessions and grants, as a
+ * change by the user does.
+ */
+export async function setPassword(em: EntityManager, transactions: TransactionRunner, userId: string, password: string): Promise<void> {
   validatePassword(password);
-  if (!(await liveUser(em, userId))) throw new NotFoundError('user');
+  const user = await liveUser(em, userId);
+  if (!user) throw new NotFoundError('user');
   const stored = await hashPassword(password);
-  await em.execute(
-    `insert into user_passwords (user_id, password_hash, updated_at) values (?, ?, now())
-     on conflict (user_id) do update set password_hash = excluded.password_hash, updated_at = excluded.updated_at`,
-    [userId, stored],
-  );
+  await transactions.run(em, async (tx) => {
+    if (!(await lockLiveUser(tx, user.account_id, userId))) throw new NotFoundError('user');
+    await tx.execute(
+      `insert into user_passwords (user_id, password_hash, updated_at) values (?, ?, now())
+       on conflict (user_id) do update set password_hash = excluded.password_hash, updated_at = excluded.updated_at`,
+      [userId, stored],
+    );
+    await revokeUserSessionsAndGrants(tx, { accountId: user.account_id, userId }, { reason: 'password_changed' });
+  }, 'passwords.set');
 }
 
 export interface PasswordChange {
