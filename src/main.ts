@@ -4,8 +4,7 @@ import { createLogger } from './logging/logger.js';
 import { openDatabase } from './db/database.js';
 import { EmbeddedDatabaseBusyError } from './db/embedded-lock.js';
 import { resolveServerSecret } from './auth/server-secret.js';
-import { AccountsService } from './accounts/accounts.service.js';
-import { bootstrapAccount } from './accounts/bootstrap.js';
+import { greetFirstStart } from './app/first-start.js';
 import { allCommitHooks, allEntities } from './app/features.js';
 import { createApp } from './app/app.js';
 import { createRateLimiter } from './auth/rate-limit.js';
@@ -31,19 +30,8 @@ async function main(): Promise<void> {
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
 
-  if (database.kind === 'embedded' && (await new AccountsService(database.em()).countAccounts()) === 0) {
-    const demo = await database.transactions.run(
-      database.em(),
-      (tx) => bootstrapAccount(tx, { accountName: 'Demo account', ownerEmail: 'owner@example.com', ownerName: 'Demo Owner' }),
-      'accounts.bootstrap',
-    );
-    // Printed straight to the terminal, once, never through the logger: logs must not carry keys.
-    process.stdout.write(
-      `\nCreated a demo account on the embedded database.\n` +
-        `  account ${demo.account.id}, owner ${demo.owner.id} <${demo.owner.email}>\n` +
-        `  Full-access API key (shown only now): ${demo.apiKey}\n` +
-        `  Try: curl -H 'Authorization: Token token=${demo.apiKey}' ${config.publicApiUrl}/users\n\n`,
-    );
+  if (database.kind === 'embedded') {
+    await greetFirstStart(database, { production: config.nodeEnv === 'production', publicApiUrl: config.publicApiUrl, write: (text) => process.stdout.write(text) });
   }
 
   const rateLimiter = createRateLimiter({ perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, redisCommandTimeoutMs: config.redisCommandTimeoutMs, logger });

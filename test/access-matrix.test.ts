@@ -46,6 +46,8 @@ const DELETE_USER: Rule = { scope: 'users.write', write: true, who: 'manager', o
 const REGENERATE: Rule = { scope: 'users.write', write: true, who: 'self_or_manager', otherAccount: 404 };
 // SPEC lists no 404 for DELETE /oauth_delegations: an unknown user is a 400 naming it.
 const REVOKE: Rule = { scope: 'oauth_delegations.write', write: true, who: 'self_or_manager', otherAccount: 400 };
+// One delegation by id: self or can_update_user; revoking lowers access, so no write requirement (a read-only user may end their own grant).
+const REVOKE_ONE: Rule = { scope: 'oauth_delegations.write', write: false, who: 'self_or_manager', otherAccount: 404 };
 const REVOCATION_STATUS: Rule = { scope: 'oauth_delegations.read', write: false, who: 'admin_or_account_key', otherAccount: 'ok' };
 const READ_DELEGATIONS: Rule = { scope: 'oauth_delegations.read', write: false, who: 'self_or_manager', otherAccount: 404 };
 const READ_SUBSCRIPTIONS: Rule = { scope: 'subscribers.read', write: false, who: 'self_or_manager', otherAccount: 404 };
@@ -84,6 +86,7 @@ const ROWS: Row[] = [
   { operation: 'DELETE /users/:id', rule: DELETE_USER, call: rest('delete', (s) => `/users/${s.id}`) },
   { operation: 'POST /users/:id/regenerate_private_url_key', rule: REGENERATE, call: rest('post', (s) => `/users/${s.id}/regenerate_private_url_key`) },
   { operation: 'DELETE /oauth_delegations', rule: REVOKE, call: rest('delete', (s) => `/oauth_delegations?user_id=${s.id}&type=mobile`) },
+  { operation: 'DELETE /users/:id/oauth_delegations/:delegation_id', rule: REVOKE_ONE, call: rest('delete', (s) => `/users/${s.id}/oauth_delegations/${s.delegationId}`) },
   { operation: 'GET /oauth_delegations/revocation_requests/status', rule: REVOCATION_STATUS, call: rest('get', () => '/oauth_delegations/revocation_requests/status') },
   { operation: 'GET /users/:id/oauth_delegations', rule: READ_DELEGATIONS, call: rest('get', (s) => `/users/${s.id}/oauth_delegations`) },
   { operation: 'GET /users/:id/oauth_delegations/:delegation_id', rule: READ_DELEGATIONS, call: rest('get', (s) => `/users/${s.id}/oauth_delegations/${s.delegationId}`) },
@@ -100,6 +103,7 @@ const ROWS: Row[] = [
   { operation: 'Mutation.deleteUser', rule: DELETE_USER, call: graphql('mutation($id: ID!) { deleteUser(input: { id: $id }) { deletedUserId } }', (s) => ({ id: s.id })) },
   { operation: 'Mutation.regenerateUserCalendarKey', rule: REGENERATE, call: graphql('mutation($id: ID!) { regenerateUserCalendarKey(input: { userId: $id }) { user { id } } }', (s) => ({ id: s.id })) },
   { operation: 'Mutation.deleteOAuthDelegations', rule: REVOKE, call: graphql('mutation($id: ID!) { deleteOAuthDelegations(input: { userId: $id, types: [MOBILE] }) { revokedCount } }', (s) => ({ id: s.id })) },
+  { operation: 'Mutation.revokeOAuthDelegation', rule: REVOKE_ONE, call: graphql('mutation($id: ID!, $userId: ID!) { revokeOAuthDelegation(input: { userId: $userId, id: $id }) { oauthDelegation { id } } }', (s) => ({ id: s.delegationId, userId: s.id })) },
   { operation: 'Query.oauthDelegationRevocationRequestsStatus', rule: REVOCATION_STATUS, call: graphql('{ oauthDelegationRevocationRequestsStatus { pendingCount } }') },
   { operation: 'Query.oauthDelegations', rule: READ_DELEGATIONS, call: graphql('query($id: ID!) { oauthDelegations(userId: $id) { totalCount } }', (s) => ({ id: s.id })) },
   { operation: 'Query.oauthDelegation', rule: READ_DELEGATIONS, call: graphql('query($id: ID!, $userId: ID) { oauthDelegation(id: $id, userId: $userId) { id } }', (s) => ({ id: s.delegationId, userId: s.id })) },
@@ -113,8 +117,8 @@ const ROWS: Row[] = [
  * table governs, so this matrix cannot state their rule; their access is tested where named.
  */
 const OUTSIDE_SCOPE_TABLE: Record<string, string> = {
-  'Query.oauthApps': 'can_update_user; src/oauth-server/oauth-server.apps.test.ts',
-  'Mutation.changeMyPassword': 'the calling user, with the current password; src/oauth-server/oauth-server.apps.test.ts',
+  'Query.oauthApps': 'can_update_user, a token needs oauth_delegations.read; src/oauth-server/oauth-server.apps.test.ts, test/least-privilege.test.ts',
+  'Mutation.changeMyPassword': 'the calling user through a credential that may write the user, with the current password; src/oauth-server/password-change.test.ts',
 };
 
 interface CredentialKind {

@@ -231,7 +231,7 @@ function describeRest(plan: RestRequestPlan): string {
 }
 
 test('REST: hostile requests derived from the route table are 4xx with the v2 envelope, and rejected writes change nothing', async () => {
-  const routes = deriveRestRoutes({ database: harness.database, runtime: harness.runtime, logger: createLogger({ logLevel: 'silent' }) });
+  const routes = deriveRestRoutes({ database: harness.database, runtime: harness.runtime, logger: createLogger({ logLevel: 'silent' }), limitPerAddress: (_req, _res, next) => next() });
   expect(routes.length).toBeGreaterThanOrEqual(15);
   await fc.assert(
     fc.asyncProperty(restPlan(routes), async (plan) => {

@@ -22,6 +22,7 @@ import { acceptVersioning, requireJsonBody } from '../rest/negotiation.js';
 import { buildOpenApiDocument } from '../rest/openapi-document.js';
 import { apiDocsPageRoutes, openApiDocumentRoutes } from '../rest/openapi-routes.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
+import { redactPath } from '../logging/redact-path.js';
 import { throttledWarning, type ThrottledWarning } from '../logging/throttled-log.js';
 import { operationObservabilityPlugin } from '../observability/graphql.js';
 import { graphqlOperationScope, metricsEndpoint, observeRequests } from '../observability/http.js';
@@ -37,8 +38,8 @@ export type AppSettings = Pick<
   AppConfig,
   'publicApiUrl' | 'publicWebUrl' | 'publicFeedUrl' | 'apiVendor' | 'introspection' | 'landingPage' | 'corsOrigins' | 'graphqlMaxDepth' | 'graphqlMaxCost'
 > &
-  /** Unset: the document is served, the page is not. */
-  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage'>>;
+  /** Unset: the document is served, the page is not; no proxy is trusted. */
+  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'trustProxy'>>;
 
 export interface AppOptions {
   settings: AppSettings;
@@ -75,6 +76,7 @@ const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 export function buildRuntime(settings: AppSettings, serverSecret: Buffer): Runtime {
   return {
     urls: { api: settings.publicApiUrl, web: settings.publicWebUrl, feed: settings.publicFeedUrl },
+    trustProxy: settings.trustProxy ?? false,
     serverSecret,
     cursors: new CursorCodec(deriveKey(serverSecret, 'pagination-cursor')),
     credentialResolvers: features.flatMap((feature) => feature.credentialResolvers ?? []),
@@ -127,6 +129,8 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  // Who the client is (req.ip) for every limit keyed by address, and its scheme: only as far as TRUST_PROXY says.
+  app.set('trust proxy', runtime.trustProxy);
 
   app.use((req: Request, res: Response, next: NextFunction) => {
     const given = req.get('x-request-id');
@@ -144,7 +148,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   app.use((req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
     // Read now: inside a mounted router (`/graphql`) Express shows the path relative to the mount.
-    const path = req.path.replace(/^\/private\/[^/]+/, '/private/[redacted]').replace(/^\/oauth\/(interaction|authorize)\/[^/]+/, '/oauth/$1/[redacted]');
+    const path = redactPath(req.path);
     res.on('finish', () => {
       logger.info({
         requestId: res.locals.requestId,
@@ -176,7 +180,19 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   // Features' plain HTTP routes (the iCal feed): no credentials and no v2 Accept versioning.
   const plainRoutes = Router();
-  for (const feature of features) feature.httpRoutes?.(plainRoutes, { database, runtime, logger });
+  // Unauthenticated, and some write (a sign-in starts a row): each client address has the anonymous budget.
+  const limitPerAddress = async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const decision = await options.rateLimiter.consume(`address:${req.ip}`);
+      rateLimitDecisions.inc({ decision: decision.allowed ? 'allowed' : 'limited', store: decision.store });
+      if (decision.allowed) return next();
+      res.set('Retry-After', String(decision.resetSeconds));
+      sendError(res, 'rate_limited', 'Rate Limit Exceeded', [`Rate limit of ${decision.limit} requests per minute from this address exceeded; retry in ${decision.resetSeconds} seconds.`]);
+    } catch (error) {
+      next(error);
+    }
+  };
+  for (const feature of features) feature.httpRoutes?.(plainRoutes, { database, runtime, logger, limitPerAddress });
   app.use(plainRoutes);
 
   // The REST face's self-description: public, before credentials and rate limits.
@@ -196,7 +212,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         remoteAddress: req.ip,
         description: `${req.method} ${req.path}`,
       });
-      res.locals.context = createContext({ em, authentication, requestId, runtime, transactions });
+      res.locals.context = createContext({ em, authentication, requestId, runtime, transactions, clientAddress: req.ip ?? 'unknown' });
       next();
     } catch (error) {
       next(error);
@@ -250,7 +266,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     }
     // Authentication, idempotency and the rate limit read the database too: an outage there is a 503 like anywhere else.
     if (classifyError(error).kind === 'unavailable') return answerUnavailable(req, res, error, outages);
-    logger.error({ err: error, requestId: res.locals.requestId }, 'unhandled error');
+    logger.error({ err: error, requestId: res.locals.requestId, path: redactPath(req.originalUrl) }, 'unhandled error');
     if (graphql) {
       return sendJson(res, 500, graphqlErrorBody('internal', 'Internal server error', { requestId: res.locals.requestId }));
     }
@@ -286,7 +302,7 @@ export async function createApp(options: AppOptions): Promise<App> {
 
 /** A dependency is away: 503 with Retry-After on each face's own shape, one warn line per interval. */
 function answerUnavailable(req: Request, res: Response, error: unknown, outages: ThrottledWarning): void {
-  outages.warn({ err: error, requestId: res.locals.requestId, path: req.path }, 'database unavailable: answering 503');
+  outages.warn({ err: error, requestId: res.locals.requestId, path: redactPath(req.originalUrl) }, 'database unavailable: answering 503');
   const detail = 'The database is unavailable or busy; retry shortly.';
   if (req.path === '/graphql') {
     res.set('Retry-After', '1');

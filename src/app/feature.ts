@@ -1,4 +1,4 @@
-import type { Router } from 'express';
+import type { RequestHandler, Router } from 'express';
 import type { CredentialResolver } from '../auth/authenticate.js';
 import type { Database } from '../db/database.js';
 import type { CommitHook } from '../db/change-journal.js';
@@ -14,6 +14,8 @@ export interface HttpRouteDeps {
   database: Database;
   runtime: Runtime;
   logger: Logger;
+  /** Draws on the client address's request budget (429 past it): for routes outside the API's credential budgets. */
+  limitPerAddress: RequestHandler;
 }
 
 /** What a feature module contributes; `src/app/features.ts` lists them, and nothing else needs to know. */

@@ -1,4 +1,5 @@
 import type { CredentialResolver } from '../auth/authenticate.js';
+import type { TrustProxy } from '../config/config.js';
 import type { CursorCodec } from '../graphql/cursor.js';
 import type { UserDeletedHook } from '../users/user-lifecycle.js';
 
@@ -11,6 +12,8 @@ export interface PublicUrls {
 /** What every request shares and no request changes: built once at start. */
 export interface Runtime {
   urls: PublicUrls;
+  /** TRUST_PROXY: which proxies may name the client's address and scheme. */
+  trustProxy: TrustProxy;
   serverSecret: Buffer;
   cursors: CursorCodec;
   credentialResolvers: readonly CredentialResolver[];

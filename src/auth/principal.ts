@@ -25,6 +25,11 @@ export interface OAuthPrincipal extends PrincipalBase {
   userId: string;
   role: UserRole;
   scopes: ReadonlySet<Scope | string>;
+  /**
+   * True only for a token of one of the product's own apps (mobile, web); a third-party app's or
+   * an integration's token is never trusted with the user's own secrets (their password).
+   */
+  firstParty?: boolean;
 }
 
 /** An app acting for its whole account (OAuth client credentials): no user, limited to its scopes. */
@@ -50,16 +55,19 @@ export function actingUserId(principal: Principal): string | undefined {
   return isUserPrincipal(principal) ? principal.userId : undefined;
 }
 
-/** `can_update_user`: owners, admins and full-access account keys. */
+/**
+ * `can_update_user`: owners, admins and full-access account keys. An account-level app has no role:
+ * its rights derive from its scopes alone, so it manages users only with `users.write`.
+ */
 export function canUpdateUser(principal: Principal): boolean {
   if (principal.kind === 'account_key') return !principal.readOnly;
-  // An account-level app holds the account's rights; its scopes are what limit it.
-  if (principal.kind === 'oauth_app') return true;
+  if (principal.kind === 'oauth_app') return principal.scopes.has('users.write');
   return USER_MANAGER_ROLES.has(principal.role);
 }
 
+/** An account-level app holding no write scope is read-only, like a read-only account key. */
 export function isReadOnly(principal: Principal): boolean {
   if (principal.kind === 'account_key') return principal.readOnly;
-  if (principal.kind === 'oauth_app') return false;
+  if (principal.kind === 'oauth_app') return ![...principal.scopes].some((scope) => scope.endsWith('.write'));
   return READ_ONLY_ROLES.has(principal.role);
 }

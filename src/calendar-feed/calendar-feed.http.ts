@@ -20,7 +20,7 @@ const FEED_HEADERS = {
  * `ETag` / `Last-Modified` let calendar apps poll with `If-None-Match` / `If-Modified-Since` (304).
  */
 export function calendarFeedHttpRoutes(router: Router, deps: HttpRouteDeps): void {
-  router.get('/private/:key/feed', async (req: Request, res: Response, next: NextFunction) => {
+  router.get('/private/:key/feed', deps.limitPerAddress, async (req: Request, res: Response, next: NextFunction) => {
     try {
       const em = deps.database.em();
       const owner = await new CalendarFeedService(em, calendarKeyCodec(deps.runtime.serverSecret), deps.database.transactions).findFeedOwner(String(req.params.key));
@@ -49,7 +49,8 @@ export const calendarFeedHttpRouteDescriptions: PlainOperationDescription[] = [
       operationId: 'getCalendarFeed',
       summary: "A user's on-call calendar (iCal)",
       description:
-        'The URL is the credential (`http_cal_url` / `web_cal_url` of a user): no Authorization header, no `Accept` versioning, no rate-limit headers. ' +
+        'The URL is the credential (`http_cal_url` / `web_cal_url` of a user): no Authorization header, no `Accept` versioning, no rate-limit headers; ' +
+        'requests count against the client address\'s budget (429 with `Retry-After` past it). ' +
         'Poll with `If-None-Match` / `If-Modified-Since`. An unknown, rotated or deleted key is 404, indistinguishable from one that never existed.',
       tags: ['Calendar feed'],
       security: [],
@@ -66,6 +67,7 @@ export const calendarFeedHttpRouteDescriptions: PlainOperationDescription[] = [
         },
         304: { description: 'Not modified since the ETag or date the calendar app sent.' },
         404: { description: 'No calendar feed at this URL.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+        429: { description: 'Too many requests from this client address (the anonymous per-address budget).', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
       },
     },
   },

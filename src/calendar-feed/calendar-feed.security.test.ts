@@ -6,6 +6,7 @@ import type { Principal } from '../auth/principal.js';
 import { ForbiddenError } from '../errors/domain-errors.js';
 import { CalendarFeedService } from './calendar-feed.service.js';
 import { CalendarKeyCodec } from './calendar-key.codec.js';
+import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -146,21 +147,56 @@ describe('the calendar-URL rule for every kind of credential', () => {
     }
   };
 
-  test('self or can_update_user; never a read-only account key; OAuth tokens also need a users scope', () => {
+  test('self or can_update_user; never a read-only account key; OAuth tokens need users.write (users.read does not show credentials)', () => {
     const oauth = (role: 'user' | 'admin', scopes: string[]): Principal => ({ ...base, kind: 'oauth', userId: 'PSELF00', role, scopes: new Set(scopes) });
+    const app = (scopes: string[]): Principal => ({ ...base, kind: 'oauth_app', scopes: new Set(scopes) });
     expect(allowed({ ...base, kind: 'user_key', userId: 'PSELF00', role: 'user' }, 'PSELF00')).toBe(true);
     expect(allowed({ ...base, kind: 'user_key', userId: 'PSELF00', role: 'read_only_limited_user' }, 'PSELF00')).toBe(true);
     expect(allowed({ ...base, kind: 'user_key', userId: 'PSELF00', role: 'user' }, 'POTHER0')).toBe(false);
     expect(allowed({ ...base, kind: 'user_key', userId: 'PSELF00', role: 'admin' }, 'POTHER0')).toBe(true);
     expect(allowed({ ...base, kind: 'account_key', readOnly: false }, 'POTHER0')).toBe(true);
     expect(allowed({ ...base, kind: 'account_key', readOnly: true }, 'POTHER0')).toBe(false);
-    expect(allowed(oauth('user', ['users.read']), 'PSELF00')).toBe(true);
+    expect(allowed(oauth('user', ['users.read']), 'PSELF00')).toBe(false);
     expect(allowed(oauth('user', ['users.write']), 'PSELF00')).toBe(true);
-    expect(allowed(oauth('user', ['users.read']), 'POTHER0')).toBe(false);
-    expect(allowed(oauth('admin', ['users.read']), 'POTHER0')).toBe(true);
+    expect(allowed(oauth('user', ['users.write']), 'POTHER0')).toBe(false);
+    expect(allowed(oauth('admin', ['users.read']), 'POTHER0')).toBe(false);
+    expect(allowed(oauth('admin', ['users.read', 'users.write']), 'POTHER0')).toBe(true);
     expect(allowed(oauth('user', ['oauth_delegations.read']), 'PSELF00')).toBe(false);
-    expect(() => CalendarFeedService.assertMayReadUrls(oauth('admin', ['subscribers.read']), 'POTHER0')).toThrow(
-      expect.objectContaining({ details: ['This OAuth token lacks the required scope: users.read'] }),
+    // An integration app's rights derive from its scopes: users.read gives no can_update_user.
+    expect(allowed(app(['users.read']), 'POTHER0')).toBe(false);
+    expect(allowed(app(['users.read', 'subscribers.write']), 'POTHER0')).toBe(false);
+    expect(allowed(app(['users.write']), 'POTHER0')).toBe(true);
+    expect(() => CalendarFeedService.assertMayReadUrls(oauth('admin', ['users.read']), 'POTHER0')).toThrow(
+      expect.objectContaining({ details: [expect.stringContaining('This OAuth token lacks the required scope: users.write')] }),
     );
+  });
+});
+
+describe('read-scoped tokens do not collect calendar URLs (issue 22, finding 4)', () => {
+  test('a users.read token: /users/me without the URLs, the GraphQL field FORBIDDEN naming users.write; a users.write token sees them', async () => {
+    const account = await h.createAccount();
+    const user = await h.createUser(account);
+    const reader = await issueDelegation(h.database.em(), { userId: user.id, type: 'mobile', scopes: 'users.read' });
+    const me = await h.rest('get', '/users/me', { key: { bearer: reader.accessToken } });
+    expect(me.status).toBe(200);
+    expect(me.body.user).not.toHaveProperty('http_cal_url');
+    expect((await h.rest('get', `/users/${user.id}`, { key: { bearer: reader.accessToken } })).body.user).not.toHaveProperty('http_cal_url');
+    const field = await h.graphql('{ viewer { httpCalUrl } }', {}, { bearer: reader.accessToken });
+    expect(field.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    expect(field.errors?.[0]?.message).toContain('users.write');
+
+    const writer = await issueDelegation(h.database.em(), { userId: user.id, type: 'mobile', scopes: 'users.read users.write' });
+    expect((await h.rest('get', '/users/me', { key: { bearer: writer.accessToken } })).body.user.http_cal_url).toMatch(/\/private\/[^/]+\/feed$/);
+  });
+
+  test('an admin\'s users.read token cannot read another user\'s URLs', async () => {
+    const account = await h.createAccount();
+    const admin = await h.createUser(account, { role: 'admin' });
+    const other = await h.createUser(account);
+    const token = await issueDelegation(h.database.em(), { userId: admin.id, type: 'web', scopes: 'users.read' });
+    const shown = await h.rest('get', `/users/${other.id}?include[]=calendar_urls`, { key: { bearer: token.accessToken } });
+    expect(shown.status).toBe(403);
+    const field = await h.graphql('query($id: ID!) { user(id: $id) { httpCalUrl } }', { id: other.id }, { bearer: token.accessToken });
+    expect(field.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
   });
 });

@@ -1,7 +1,7 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/sql';
-import { canUpdateUser, isUserPrincipal, scopesOf, type Principal } from '../auth/principal.js';
-import { policy } from '../auth/policy.js';
+import { isUserPrincipal, scopesOf, type Principal } from '../auth/principal.js';
+import { CALENDAR_URL_SCOPE, policy } from '../auth/policy.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { ForbiddenError, NotFoundError } from '../errors/domain-errors.js';
@@ -33,16 +33,15 @@ export class CalendarFeedService {
   ) {}
 
   /**
-   * Who may read a user's calendar URLs (SPEC section 2), the same rule on both faces: the user
-   * themself, or a holder of can_update_user (never a read-only account key). An OAuth token also
-   * needs a users scope, as the URLs are part of the user resource.
+   * Who may read a user's calendar URLs (SPEC section 2, `policy.mayReadCalendarUrls`), the same rule
+   * on both faces, with the reason when refused.
    */
   static assertMayReadUrls(principal: Principal, userId: string): void {
     const scopes = scopesOf(principal);
-    if (scopes && !scopes.has('users.read') && !scopes.has('users.write')) {
-      throw new ForbiddenError('This OAuth token lacks the required scope: users.read');
+    if (scopes && !scopes.has(CALENDAR_URL_SCOPE)) {
+      throw new ForbiddenError(`This OAuth token lacks the required scope: ${CALENDAR_URL_SCOPE} (calendar URLs are credentials; users.read does not show them)`);
     }
-    if (policy.isSelf(principal, userId) || canUpdateUser(principal)) return;
+    if (policy.mayReadCalendarUrls(principal, userId)) return;
     throw new ForbiddenError(
       isUserPrincipal(principal)
         ? 'Only the user themself or a holder of can_update_user may read this user\'s calendar URLs.'

@@ -1,10 +1,46 @@
 import path from 'node:path';
+import { isIP } from 'node:net';
 
 export type NodeEnv = 'development' | 'production' | 'test';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/**
+ * Which proxies in front of the server are trusted to say who the client is (`X-Forwarded-For`)
+ * and which scheme it used: none, the nearest N hops, or the proxies' addresses, subnets and names
+ * (`loopback`, `linklocal`, `uniquelocal`). Express's `trust proxy` setting takes each form as is.
+ */
+export type TrustProxy = false | number | string[];
+
+const TRUSTED_PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** `TRUST_PROXY`: unset, `false` or `0`: no proxy; `1`..`10`: hops; else a comma-separated list. */
+export function parseTrustProxy(raw: string | undefined): { value: TrustProxy; problem?: string } {
+  if (raw === undefined || raw === 'false' || raw === '0') return { value: false };
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    return hops <= 10 ? { value: hops } : { value: false, problem: `TRUST_PROXY as a hop count must be 0 to 10 (got "${raw}")` };
+  }
+  if (raw === 'true') {
+    return { value: false, problem: 'TRUST_PROXY=true would believe any X-Forwarded-For a client sends: give the number of proxies (e.g. 1) or their addresses' };
+  }
+  const entries = raw.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const bad = entries.filter((entry) => {
+    if (TRUSTED_PROXY_NAMES.includes(entry)) return false;
+    const [address, prefix, ...rest] = entry.split('/');
+    const family = isIP(address ?? '');
+    if (family === 0 || rest.length) return true;
+    return prefix !== undefined && !(/^\d+$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+  });
+  if (entries.length === 0 || bad.length) {
+    return { value: false, problem: `TRUST_PROXY must be a hop count or a comma-separated list of addresses, subnets (CIDR) and ${TRUSTED_PROXY_NAMES.join('/')} (bad entries: ${bad.join(', ') || raw})` };
+  }
+  return { value: entries };
+}
+
 export interface AppConfig {
+  /** The proxies trusted for the client's address and scheme (Express, the authorization server, every limit keyed by address). */
+  trustProxy: TrustProxy;
   port: number;
   /** Unset means the embedded PGlite database under `dataDir`. */
   databaseUrl: string | undefined;
@@ -152,7 +188,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
     }
   }
 
+  const trustProxy = parseTrustProxy(read('TRUST_PROXY'));
+  if (trustProxy.problem) problems.push(trustProxy.problem);
+
   const config: AppConfig = {
+    trustProxy: trustProxy.value,
     port,
     databaseUrl,
     databaseReplicaUrls,

@@ -15,10 +15,12 @@ export interface Context {
   loaders: LoaderRegistry;
   /** Runs the request's writes (lock timeout, bounded retries); reports to the log with the request id. */
   transactions: TransactionRunner;
+  /** The client's address as Express derives it (`TRUST_PROXY`), for limits keyed by address. */
+  clientAddress: string;
 }
 
-export function createContext(options: { em: EntityManager; authentication: Authentication; requestId: string; runtime: Runtime; transactions: TransactionRunner }): Context {
-  return { ...options, loaders: new LoaderRegistry() };
+export function createContext(options: { em: EntityManager; authentication: Authentication; requestId: string; runtime: Runtime; transactions: TransactionRunner; clientAddress?: string }): Context {
+  return { ...options, clientAddress: options.clientAddress ?? 'unknown', loaders: new LoaderRegistry() };
 }
 
 export function requirePrincipal(context: Context): Principal {

@@ -8,6 +8,7 @@ interface BearerRow {
   user_id: string;
   scope: string;
   role: string;
+  delegation_type: string;
 }
 
 /**
@@ -19,7 +20,7 @@ export const bearerCredentials: CredentialResolver = {
   scheme: 'bearer',
   async resolve(em, digest, now) {
     const [row] = await em.execute<BearerRow[]>(
-      `select d.id, d.account_id, d.user_id, d.scope, u.role
+      `select d.id, d.account_id, d.user_id, d.scope, d.delegation_type, u.role
          from oauth_delegations d
          join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null
         where d.access_token_digest = ? and d.status = 'issued' and d.expires_at > ?`,
@@ -33,6 +34,7 @@ export const bearerCredentials: CredentialResolver = {
       userId: row.user_id,
       role: row.role,
       scopes: new Set(row.scope.split(/\s+/).filter(Boolean)),
+      firstParty: row.delegation_type === 'mobile' || row.delegation_type === 'web',
       // A user's keys and tokens share one budget.
       rateLimitKey: `user:${row.user_id}`,
     };

@@ -10,7 +10,7 @@ export type DelegationType = (typeof DELEGATION_TYPES)[number];
 export const DELEGATION_STATUSES = ['issued', 'revoked'] as const;
 export type DelegationStatus = (typeof DELEGATION_STATUSES)[number];
 
-export const REVOCATION_REASONS = ['sign_out', 'user_deleted', 'grant_revoked', 'app_deleted'] as const;
+export const REVOCATION_REASONS = ['sign_out', 'user_deleted', 'grant_revoked', 'app_deleted', 'password_changed'] as const;
 export type RevocationReason = (typeof REVOCATION_REASONS)[number];
 
 export function isDelegationType(value: unknown): value is DelegationType {

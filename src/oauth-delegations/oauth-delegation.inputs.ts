@@ -1,6 +1,6 @@
 import { Field, ID, InputType, Int, ObjectType } from 'type-graphql';
-import type { DelegationType } from './oauth-delegation.entity.js';
-import { OAuthDelegationTypeEnum } from './oauth-delegation.type.js';
+import type { DelegationType, OAuthDelegation } from './oauth-delegation.entity.js';
+import { OAuthDelegationObject, OAuthDelegationTypeEnum } from './oauth-delegation.type.js';
 
 @InputType({ description: 'Signs a user out of apps: revokes every ISSUED delegation of the user of these types.' })
 export class DeleteOAuthDelegationsInput {
@@ -15,4 +15,19 @@ export class DeleteOAuthDelegationsInput {
 export class DeleteOAuthDelegationsPayload {
   @Field(() => Int, { description: 'How many delegations this call revoked (0 when they already were).' })
   revokedCount!: number;
+}
+
+@InputType({ description: 'Revokes one delegation of a user, of any type: a mobile or web sign-in, a third-party app\'s grant (INTEGRATION acting as the user), an operator-issued token.' })
+export class RevokeOAuthDelegationInput {
+  @Field(() => ID)
+  userId!: string;
+
+  @Field(() => ID, { description: 'The delegation; it must be that user\'s (else NOT_FOUND).' })
+  id!: string;
+}
+
+@ObjectType()
+export class RevokeOAuthDelegationPayload {
+  @Field(() => OAuthDelegationObject, { description: 'The delegation, now REVOKED.' })
+  oauthDelegation!: OAuthDelegation;
 }

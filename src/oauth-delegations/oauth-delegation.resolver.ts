@@ -11,7 +11,7 @@ import { requirePrincipal, type Context } from '../graphql/context.js';
 import type { User } from '../users/user.entity.js';
 import { UserType } from '../users/user.type.js';
 import type { DelegationStatus, DelegationType, OAuthDelegation } from './oauth-delegation.entity.js';
-import { DeleteOAuthDelegationsInput, DeleteOAuthDelegationsPayload } from './oauth-delegation.inputs.js';
+import { DeleteOAuthDelegationsInput, DeleteOAuthDelegationsPayload, RevokeOAuthDelegationInput, RevokeOAuthDelegationPayload } from './oauth-delegation.inputs.js';
 import {
   MAX_DELEGATION_PAGE_SIZE,
   OAuthDelegationsService,
@@ -125,6 +125,19 @@ export class OAuthDelegationResolver {
     @Ctx() context: Context,
   ): Promise<DeleteOAuthDelegationsPayload> {
     return { revokedCount: await oauthDelegationsService(context).revoke(input.userId, input.types) };
+  }
+
+  // No `write` requirement: revoking lowers access, so a read-only user may still end a grant they gave.
+  @Authorized<Requirement>('oauth_delegations.write')
+  @Mutation(() => RevokeOAuthDelegationPayload, {
+    description: 'Revokes one of a user\'s delegations, whatever its type (third-party apps\' grants are INTEGRATION delegations with a user), '
+      + 'before answering: its access and refresh tokens are refused from the next request on. The user themself or can_update_user.',
+  })
+  async revokeOAuthDelegation(
+    @Arg('input', () => RevokeOAuthDelegationInput) input: RevokeOAuthDelegationInput,
+    @Ctx() context: Context,
+  ): Promise<RevokeOAuthDelegationPayload> {
+    return { oauthDelegation: await oauthDelegationsService(context).revokeOne(input.userId, input.id) };
   }
 
   @FieldResolver(() => URLScalar, { description: 'The delegation\'s REST API URL.' })

@@ -12,6 +12,7 @@ import type {
   ListUserOAuthDelegationsQuery,
   OAuthDelegationRevocationRequestsStatusQuery,
   RestOAuthDelegationFieldsFragment,
+  RevokeOAuthDelegationMutation,
   ShowUserOAuthDelegationQuery,
 } from '../graphql/generated/operations.js';
 import { DELEGATION_STATUSES, DELEGATION_TYPES } from './oauth-delegation.entity.js';
@@ -120,10 +121,15 @@ const requestedAtEndParameter: ParameterDescription<string | null> = {
   },
 };
 
+/** How third-party apps' grants are named by the type filters (README, "Sign in and apps"). */
+export const THIRD_PARTY_TYPE_NOTE =
+  'A third-party app acting as the user (it asked the user\'s consent) is an `integration` delegation with that user; ' +
+  '`delegation_type=integration` lists them, and each is revoked with `DELETE /users/{id}/oauth_delegations/{delegation_id}`.';
+
 const delegationTypeParameter = enumListParameter(
   'delegation_type',
   DELEGATION_TYPES,
-  'Only delegations of these types (`type` is accepted as an alias, not both).',
+  `Only delegations of these types (\`type\` is accepted as an alias, not both). ${THIRD_PARTY_TYPE_NOTE}`,
   ({ query }) => delegationTypeFilter(query),
 );
 const delegationStatusParameter = enumListParameter('status', DELEGATION_STATUSES, 'Only delegations in these statuses.', ({ query }) =>
@@ -138,7 +144,8 @@ export const oauthDelegationRoutes: RestRoute[] = [
     description: {
       operationId: 'deleteOauthDelegations',
       summary: "Revoke a user's delegations (sign out)",
-      description: 'Revokes every issued delegation of the user of those types, synchronously: their tokens are refused from this response on. An unknown user is 400 naming it.',
+      description: 'Revokes every issued delegation of the user of those types, synchronously: their tokens are refused from this response on. An unknown user is 400 naming it. '
+        + 'Only `mobile` and `web` (signing out of the first-party apps); a third-party app\'s grant (`integration`) is revoked by id with `DELETE /users/{id}/oauth_delegations/{delegation_id}`.',
       tags: ['OAuth Delegations'],
       scope: 'oauth_delegations.write',
       parameters: [revocationUserParameter, revocationTypeParameter],
@@ -233,4 +240,22 @@ export const oauthDelegationRoutes: RestRoute[] = [
     // SPEC's decided slip: wrapped, as the seed's show rule and the reference's example have it.
     respond: (data: ShowUserOAuthDelegationQuery) => ({ status: 200, body: { oauth_delegation: presentOAuthDelegation(data.oauthDelegation) } }),
   } satisfies RestRoute<ShowUserOAuthDelegationQuery>,
+  {
+    method: 'delete',
+    path: '/users/:id/oauth_delegations/:delegation_id',
+    operation: operationDocument(import.meta.url, './operations/revoke-oauth-delegation.graphql'),
+    description: {
+      operationId: 'deleteUserDelegation',
+      summary: "Revoke one of a user's OAuth delegations",
+      description: 'Revokes the delegation, whatever its type, before answering: its access and refresh tokens are refused from this response on. '
+        + `The user themself (any role) or can_update_user. Revoking a revoked delegation answers the same. ${THIRD_PARTY_TYPE_NOTE}`,
+      tags: ['Users', 'OAuth Delegations'],
+      scope: 'oauth_delegations.write',
+      parameters: [userIdPath, pathParameter('delegation_id', 'The id of the delegation.')],
+      responses: { 204: { description: 'Revoked; no body.' } },
+      errors: [400, 403, 404],
+    },
+    variables: ({ params }) => ({ input: { userId: params.id, id: params.delegation_id } }),
+    respond: () => ({ status: 204 }),
+  } satisfies RestRoute<RevokeOAuthDelegationMutation>,
 ];

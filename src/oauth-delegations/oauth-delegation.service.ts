@@ -105,16 +105,18 @@ async function isLiveUser(em: EntityManager, accountId: string, userId: string):
  */
 async function revokeIssued(
   em: EntityManager,
-  scope: { accountId: string; userId: string; types?: readonly DelegationType[] },
-  by: { principal: Principal; at: Date; reason: RevocationReason },
+  scope: { accountId: string; userId: string; types?: readonly DelegationType[]; ids?: readonly string[]; exceptId?: string },
+  by: { principal?: Principal; at: Date; reason: RevocationReason },
 ): Promise<number> {
   const where: FilterQuery<OAuthDelegation> = { account: scope.accountId, userId: scope.userId, status: 'issued' };
   if (scope.types) where.delegationType = { $in: [...scope.types] };
+  if (scope.ids) where.id = { $in: [...scope.ids] };
+  if (scope.exceptId) where.id = { $ne: scope.exceptId };
   const revoked = await em.nativeUpdate(OAuthDelegation, where, {
     status: 'revoked',
     revokedAt: by.at,
-    revokedByKind: by.principal.kind,
-    revokedByCredentialId: by.principal.credentialId,
+    revokedByKind: by.principal?.kind ?? null,
+    revokedByCredentialId: by.principal?.credentialId ?? null,
     revocationReason: by.reason,
   });
   if (revoked) delegationsRevoked.inc({ reason: by.reason }, revoked);
@@ -155,6 +157,22 @@ export class OAuthDelegationsService {
         { principal: this.principal, at: new Date(), reason: 'sign_out' },
       );
     }, 'oauthDelegations.revoke');
+  }
+
+  /**
+   * Revokes one of the user's delegations, whatever its type (a third-party app's grant included):
+   * the user themself or can_update_user. Another user's or account's delegation, or an id that is
+   * not a uuid, is not found. Revoking a revoked delegation changes nothing and answers the same.
+   */
+  async revokeOne(userId: string, id: string): Promise<OAuthDelegation> {
+    this.assertMayManage(userId);
+    return this.transactions.run(this.em, async (em) => {
+      if (!(await lockLiveUser(em, this.principal.accountId, userId))) throw new NotFoundError('user');
+      const delegation = isUuid(id) ? await em.findOne(OAuthDelegation, { id, account: this.principal.accountId, userId }) : null;
+      if (!delegation) throw new NotFoundError('OAuth delegation');
+      await revokeIssued(em, { accountId: this.principal.accountId, userId, ids: [id] }, { principal: this.principal, at: new Date(), reason: 'sign_out' });
+      return em.refresh(delegation) as Promise<OAuthDelegation>;
+    }, 'oauthDelegations.revokeOne');
   }
 
   /** A user's delegations, newest first; 404 for a user that is not (or no longer) in the account. */
@@ -240,6 +258,20 @@ function newestFirst(a: OAuthDelegation, b: OAuthDelegation): number {
   const byTime = b.createdAt.getTime() - a.createdAt.getTime();
   if (byTime !== 0) return byTime;
   return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+}
+
+/**
+ * Every issued delegation of a user, of every type (first-party sessions, third-party grants,
+ * operator-issued tokens), except `keepDelegationId` (the credential making the change, when it is
+ * one): their access and refresh tokens are refused from the next request on. Runs in the caller's
+ * transaction, which holds the user's row lock (the lock order of every write about a user).
+ */
+export function revokeUserDelegations(
+  em: EntityManager,
+  user: { accountId: string; userId: string },
+  by: { principal?: Principal; reason: RevocationReason; keepDelegationId?: string; at?: Date },
+): Promise<number> {
+  return revokeIssued(em, { ...user, exceptId: by.keepDelegationId }, { principal: by.principal, at: by.at ?? new Date(), reason: by.reason });
 }
 
 /** The users feature's deletion hook: every delegation of the deleted user, in the deleting transaction. */
@@ -330,7 +362,9 @@ export interface GrantDelegation {
 
 /**
  * One grant is one delegation: the first consent creates it, a later consent that widens the same
- * grant updates its scopes. A revoked delegation stays revoked (its grant is refused from then on).
+ * grant updates its scopes but never its expiry (a grant lasts its lifetime from the first consent,
+ * as the authorization server's own grant record does). A revoked delegation stays revoked (its
+ * grant is refused from then on).
  */
 export async function recordGrantDelegation(em: EntityManager, grant: GrantDelegation): Promise<void> {
   const scopes = grant.scopes.filter((scope) => ISSUABLE_SCOPES.includes(scope));
@@ -338,7 +372,7 @@ export async function recordGrantDelegation(em: EntityManager, grant: GrantDeleg
     `insert into oauth_delegations (id, account_id, user_id, delegation_type, client_id, client_name, scope, status, grant_id, created_at, expires_at)
      values (?, ?, ?, ?, ?, ?, ?, 'issued', ?, ?, ?)
      on conflict (grant_id) where grant_id is not null
-     do update set scope = excluded.scope, expires_at = greatest(oauth_delegations.expires_at, excluded.expires_at)`,
+     do update set scope = excluded.scope`,
     [randomUUID(), grant.accountId, grant.userId, grant.type, grant.clientId, grant.clientName, scopes.join(' '), grant.grantId, new Date().toISOString(), grant.expiresAt.toISOString()],
   );
 }

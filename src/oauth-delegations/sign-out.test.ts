@@ -71,6 +71,7 @@ describe('bearer tokens', () => {
       userId: user.id,
       role: 'admin',
       scopes: new Set(['users.read', 'oauth_delegations.read']),
+      firstParty: true,
       rateLimitKey: `user:${user.id}`,
     });
   });

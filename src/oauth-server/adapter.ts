@@ -31,10 +31,10 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
       const grantId = this.model === 'Grant' ? id : this.model === 'ClientCredentials' && payload.clientId ? clientCredentialsGrantId(payload.clientId) : payload.grantId ?? null;
       const expiresAt = expiresIn ? new Date(Date.now() + expiresIn * 1000).toISOString() : null;
       await database.em().execute(
-        `insert into oauth_server_records (model, key_digest, payload, grant_id, scope, uid_digest, user_code_digest, expires_at, consumed_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, null)
+        `insert into oauth_server_records (model, key_digest, payload, grant_id, scope, uid_digest, user_code_digest, expires_at, user_id, consumed_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, null)
          on conflict (model, key_digest) do update set payload = excluded.payload, grant_id = excluded.grant_id, scope = excluded.scope,
-           uid_digest = excluded.uid_digest, user_code_digest = excluded.user_code_digest, expires_at = excluded.expires_at`,
+           uid_digest = excluded.uid_digest, user_code_digest = excluded.user_code_digest, expires_at = excluded.expires_at, user_id = excluded.user_id`,
         [
           this.model,
           digestSecret(id),
@@ -45,8 +45,12 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
           payload.uid ? digestSecret(payload.uid) : null,
           payload.userCode ? digestSecret(payload.userCode) : null,
           expiresAt,
+          // Not secret: lets "sign this user out everywhere" find the user's sessions (user-sign-ins.ts).
+          signedInUserOf(payload),
         ],
       );
+      // Anyone can start a sign-in (one Interaction row each): abandoned ones go as soon as they expire.
+      if (this.model === 'Interaction') await purgeExpiredInteractions(database.em());
       if (Math.random() * PURGE_ONE_WRITE_IN < 1) await purgeExpiredRecords(database.em());
     }
 
@@ -97,9 +101,28 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
   };
 }
 
+/** The user a session, an interaction or a code belongs to, when it has one. */
+function signedInUserOf(payload: AdapterPayload): string | null {
+  const interaction = payload as AdapterPayload & { session?: { accountId?: unknown }; result?: { login?: { accountId?: unknown } } };
+  const candidate = payload.accountId ?? interaction.session?.accountId ?? interaction.result?.login?.accountId;
+  return typeof candidate === 'string' && candidate.length <= 7 ? candidate : null;
+}
+
 /** About one write in this many also purges a batch of expired rows: no timer, no extra process. */
 const PURGE_ONE_WRITE_IN = 200;
 const PURGE_BATCH = 1000;
+
+async function purgeExpiredInteractions(em: EntityManager): Promise<void> {
+  await em.execute(
+    `delete from oauth_server_records where ctid in (
+       select ctid from oauth_server_records where expires_at < now() and model = 'Interaction' limit ${PURGE_INTERACTIONS_BATCH})`,
+    [],
+    'run',
+  );
+}
+
+/** More than one sign-in can start per purge, so each purge takes more than one abandoned interaction. */
+const PURGE_INTERACTIONS_BATCH = 20;
 
 /**
  * Expired records (and sign-in attempt windows long past) are useless; removing them keeps the
@@ -112,5 +135,6 @@ export async function purgeExpiredRecords(em: EntityManager): Promise<number> {
     'run',
   );
   await em.execute(`delete from sign_in_attempts where window_started_at < now() - interval '1 day'`, [], 'run');
+  await em.execute(`delete from sign_in_failures where last_failed_at < now() - interval '1 day'`, [], 'run');
   return result.affectedRows ?? 0;
 }

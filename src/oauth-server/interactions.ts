@@ -9,10 +9,10 @@ import { recordGrantDelegation } from '../oauth-delegations/oauth-delegation.ser
 import { USER_FIELD_LIMITS } from '../users/user.validation.js';
 import { delegationTypeFor, findApp } from './apps.service.js';
 import type { OAuthApp } from './oauth-app.entity.js';
-import { consentPage, problemPage, signInPage } from './pages.js';
+import { consentPage, continuePage, problemPage, signInPage } from './pages.js';
 import { PASSWORD_MAX_LENGTH, checkSignIn } from './passwords.js';
 import { INTERACTION_PATH, LIFETIMES } from './provider.js';
-import { DEFAULT_SIGN_IN_LIMITS, allowSignInAttempt, type SignInLimits } from './sign-in-limiter.js';
+import { DEFAULT_SIGN_IN_LIMITS, beginSignInAttempt, type SignInLimits } from './sign-in-limiter.js';
 
 type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
 
@@ -36,8 +36,9 @@ function first(value: unknown): string {
 
 /**
  * The account-side half of the flows: the sign-in form, the consent form for third-party apps, and
- * the grant each consent makes (recorded as the user's delegation). First-party apps (mobile, web)
- * skip consent. Forms post back to the interaction's own URL, whose cookie is SameSite=Lax and
+ * the grant each consent makes (recorded as the user's delegation). The first-party web app skips
+ * consent; the mobile app (a public client) skips it only right after the user signed in in the
+ * same flow, and otherwise asks the user to confirm. Forms post back to the interaction's own URL, whose cookie is SameSite=Lax and
  * path-bound, and carry a token bound to the interaction (CSRF).
  */
 export function interactionRoutes(router: Router, deps: { database: Database; serverSecret: Buffer; logger: Logger; provider: () => Promise<Provider>; signInLimits?: SignInLimits }): void {
@@ -107,7 +108,15 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
       return sendPage(res, 200, signInPage({ action: `${action}/login`, csrf: csrfFor(interaction.uid), appName: app.name }));
     }
     if (interaction.prompt.name === 'consent') {
-      if (app.kind !== 'third_party') return approve(req, res, provider, interaction, app);
+      if (app.kind === 'web') return approve(req, res, provider, interaction, app);
+      // A public client proves nothing about who started the flow: another app on the device can use
+      // the mobile app's client id (and a loopback port of its own). Unless the user signed in during
+      // this very flow, they confirm it (RFC 8252, section 8.6).
+      if (app.kind === 'mobile') {
+        if (interaction.lastSubmission?.login) return approve(req, res, provider, interaction, app);
+        const [user] = await deps.database.em().execute<{ email: string }[]>('select email from users where id = ? and deleted_at is null', [interaction.session?.accountId ?? '']);
+        return sendPage(res, 200, continuePage({ action: `${action}/consent`, csrf: csrfFor(interaction.uid), appName: app.name, email: user?.email ?? '' }));
+      }
       const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
       const scopes = [...new Set([...(missing.missingOIDCScope ?? []), ...Object.values(missing.missingResourceScopes ?? {}).flat()])];
       return sendPage(res, 200, consentPage({ action: `${action}/consent`, csrf: csrfFor(interaction.uid), appName: app.name, scopes }));
@@ -124,12 +133,15 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
     const page = (status: number, error: string) =>
       sendPage(res, status, signInPage({ action: `${INTERACTION_PATH}/${interaction.uid}/login`, csrf: csrfFor(interaction.uid), appName: app.name, email, error }));
     const em = deps.database.em();
-    if (!(await allowSignInAttempt(em, email, req.ip ?? 'unknown', limits))) {
+    const attempt = await beginSignInAttempt(em, email, req.ip ?? 'unknown', limits);
+    if (!attempt.allowed) {
       deps.logger.warn({ clientId: app.clientId }, 'sign-in attempts over the limit');
+      res.set('Retry-After', String(attempt.retryAfterSeconds));
       return page(429, TOO_MANY_ATTEMPTS);
     }
     const userId = email && password ? await checkSignIn(em, app.account.id, email, password) : undefined;
     if (!userId) return page(401, WRONG_CREDENTIALS);
+    await attempt.succeeded();
     await finish(req, res, provider, { login: { accountId: userId } });
   }));
 

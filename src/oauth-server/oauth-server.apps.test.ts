@@ -230,7 +230,8 @@ describe('revocation and introspection endpoints, user deletion, GraphQL', () =>
     expect(listed.data.oauthApps).toEqual([{ clientId: app.client_id, name: 'mobile app', kind: 'MOBILE', redirectUris: [MOBILE_REDIRECT], scope: expect.stringContaining('users.read') }]);
 
     const config = await discover(fixture.instances[0]!.url, app.client_id, client.None());
-    const { tokens } = await signIn({ config, baseUrl: fixture.instances[0]!.url, redirectUri: MOBILE_REDIRECT, scope: 'users.read', email: m.email, password: PASSWORD });
+    // changeMyPassword needs users.write (SPEC section 2).
+    const { tokens } = await signIn({ config, baseUrl: fixture.instances[0]!.url, redirectUri: MOBILE_REDIRECT, scope: 'users.read users.write oauth_delegations.read', email: m.email, password: PASSWORD });
     const bearer = `Bearer ${tokens.access_token}`;
     const denied = await graphqlCall(fixture.instances[0]!, bearer, '{ oauthApps { clientId } }');
     expect(denied.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');

@@ -17,7 +17,7 @@ const DISCOVERY_PATHS = new Set(['/.well-known/openid-configuration', '/.well-kn
 function mountAuthorizationServer(router: Router, deps: HttpRouteDeps): void {
   let building: Promise<Provider> | undefined;
   const provider = () => {
-    building ??= createProvider({ database: deps.database, serverSecret: deps.runtime.serverSecret, logger: deps.logger, settings: { issuer: deps.runtime.urls.api } })
+    building ??= createProvider({ database: deps.database, serverSecret: deps.runtime.serverSecret, logger: deps.logger, settings: { issuer: deps.runtime.urls.api, trustProxy: deps.runtime.trustProxy } })
       .catch((error: unknown) => {
         building = undefined;
         throw error;
@@ -26,6 +26,8 @@ function mountAuthorizationServer(router: Router, deps: HttpRouteDeps): void {
   };
   let handler: ReturnType<Provider['callback']> | undefined;
 
+  // Every sign-in step is unauthenticated and some write rows: each client address has a budget.
+  router.use([OAUTH_PREFIX, ...DISCOVERY_PATHS], deps.limitPerAddress);
   interactionRoutes(router, { database: deps.database, serverSecret: deps.runtime.serverSecret, logger: deps.logger, provider });
   router.use(async (req: Request, res: Response, next: NextFunction) => {
     const ours = DISCOVERY_PATHS.has(req.path) || (req.path.startsWith(`${OAUTH_PREFIX}/`) && !req.path.startsWith(`${INTERACTION_PATH}/`));

@@ -62,19 +62,31 @@ export class ChangeMyPasswordPayload {
 
 @Resolver(() => OAuthAppObject)
 export class OAuthServerResolver {
-  @Authorized<Requirement>('can_update_user')
-  @Query(() => [OAuthAppObject], { description: 'The apps registered for this account, newest first. can_update_user.' })
+  @Authorized<Requirement>('oauth_delegations.read', 'can_update_user')
+  @Query(() => [OAuthAppObject], { description: 'The apps registered for this account, newest first. can_update_user; a token needs oauth_delegations.read.' })
   oauthApps(@Ctx() context: Context): Promise<OAuthApp[]> {
     const principal = requirePrincipal(context);
     return new AppsService(context.em, sealersFor(context.runtime.serverSecret).clientSecrets).list(principal.accountId);
   }
 
-  @Authorized<Requirement>()
-  @Mutation(() => ChangeMyPasswordPayload, { description: 'Changes the calling user\'s own sign-in password; the current password is required (FORBIDDEN when wrong).' })
+  @Authorized<Requirement>('users.write', 'write')
+  @Mutation(() => ChangeMyPasswordPayload, {
+    description: 'Changes the calling user\'s own sign-in password. Needs a credential that may write the user: the user\'s API key (not a read-only role) '
+      + 'or a first-party app\'s token with users.write (never a third-party app\'s or an integration\'s token). The current password is required '
+      + '(FORBIDDEN when wrong; wrong ones count against the sign-in form\'s limits, RATE_LIMITED past them). A change revokes the user\'s other sign-in '
+      + 'sessions and OAuth delegations (not the API keys).',
+  })
   async changeMyPassword(@Arg('input', () => ChangeMyPasswordInput) input: ChangeMyPasswordInput, @Ctx() context: Context): Promise<ChangeMyPasswordPayload> {
     const principal = requirePrincipal(context);
     if (!isUserPrincipal(principal)) throw new InvalidInputError('this credential acts for the account, not a user: there is no own password to change');
-    await changeOwnPassword(context.em, principal.userId, input.currentPassword, input.newPassword);
+    await changeOwnPassword({
+      em: context.em,
+      transactions: context.transactions,
+      principal,
+      address: context.clientAddress,
+      currentPassword: input.currentPassword,
+      newPassword: input.newPassword,
+    });
     return { changed: true };
   }
 }

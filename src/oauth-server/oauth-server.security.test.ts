@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
 import { CookieJar, PASSWORD, api, browse, discover, formOf, newMember, registerApp, signIn, useOAuthServers } from '../../test/support/oauth-server.js';
-import { allowSignInAttempt } from './sign-in-limiter.js';
+import { DEFAULT_SIGN_IN_LIMITS, beginSignInAttempt } from './sign-in-limiter.js';
 import { scanTextColumns } from '../../test/support/plaintext-scan.js';
 
 const fixture = useOAuthServers();
@@ -76,10 +76,10 @@ describe('the sign-in form', () => {
     expect(wrongPassword.html).toContain('The email or password is not correct.');
   });
 
-  test('attempts are limited per email: past the limit even the right password is not checked (429)', async () => {
+  test('failures of one email from one address back off: past the free ones even the right password is not checked (429, Retry-After)', async () => {
     const m = await newMember(fixture.database);
     const { submit } = await signInPage(m.accountId);
-    for (let attempt = 1; attempt <= 10; attempt += 1) {
+    for (let attempt = 1; attempt <= DEFAULT_SIGN_IN_LIMITS.freeFailuresPerEmailAndAddress; attempt += 1) {
       const result = await submit({ email: m.email, password: `wrong password ${attempt}` });
       expect(result.kind === 'page' && result.status).toBe(401);
     }
@@ -88,14 +88,41 @@ describe('the sign-in form', () => {
     if (limited.kind === 'page') expect(limited.html).toContain('Too many sign-in attempts');
   });
 
+  test('nobody can lock a user out: failures from one address leave the same email free from another address', async () => {
+    const em = fixture.database.em();
+    const limits = { ...DEFAULT_SIGN_IN_LIMITS, freeFailuresPerEmailAndAddress: 3, maxBackoffSeconds: 900 };
+    const email = `victim-${Math.random().toString(36).slice(2)}@example.com`;
+    const outcomes = [];
+    for (let attempt = 0; attempt < 5; attempt += 1) outcomes.push((await beginSignInAttempt(em, email, '203.0.113.66', limits)).allowed);
+    expect(outcomes).toEqual([true, true, true, false, false]);
+    const refused = await beginSignInAttempt(em, email, '203.0.113.66', limits);
+    expect(refused.allowed === false && refused.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    // The owner, elsewhere, is not affected; a success takes the failures of that pair back.
+    const owner = await beginSignInAttempt(em, email, '198.51.100.20', limits);
+    expect(owner.allowed).toBe(true);
+    // Once the back-off has passed, the attacker's address gets one more try (then waits twice as long).
+    await em.execute("update sign_in_failures set last_failed_at = last_failed_at - interval '2 seconds'");
+    expect((await beginSignInAttempt(em, email, '203.0.113.66', limits)).allowed).toBe(true);
+    expect((await beginSignInAttempt(em, email, '203.0.113.66', limits)).allowed).toBe(false);
+  });
+
+  test('failures of one email from many addresses slow it down, capped low', async () => {
+    const em = fixture.database.em();
+    const limits = { ...DEFAULT_SIGN_IN_LIMITS, freeFailuresPerEmail: 4, maxEmailBackoffSeconds: 60 };
+    const email = `spread-${Math.random().toString(36).slice(2)}@example.com`;
+    const outcomes = [];
+    for (let attempt = 0; attempt < 6; attempt += 1) outcomes.push((await beginSignInAttempt(em, email, `192.0.2.${attempt + 1}`, limits)).allowed);
+    expect(outcomes).toEqual([true, true, true, true, false, false]);
+  });
+
   test('attempts are limited per client address, whatever the email', async () => {
     const em = fixture.database.em();
-    const limits = { windowSeconds: 900, perEmail: 100, perAddress: 3 };
+    const limits = { ...DEFAULT_SIGN_IN_LIMITS, perAddress: 3 };
     const address = `203.0.113.${Math.floor(Math.random() * 250)}`;
     const outcomes = [];
-    for (let attempt = 0; attempt < 5; attempt += 1) outcomes.push(await allowSignInAttempt(em, `person${attempt}-${address}@example.com`, address, limits));
+    for (let attempt = 0; attempt < 5; attempt += 1) outcomes.push((await beginSignInAttempt(em, `person${attempt}-${address}@example.com`, address, limits)).allowed);
     expect(outcomes).toEqual([true, true, true, false, false]);
-    expect(await allowSignInAttempt(em, 'someone@example.com', '198.51.100.7', limits)).toBe(true);
+    expect((await beginSignInAttempt(em, 'someone@example.com', '198.51.100.7', limits)).allowed).toBe(true);
   });
 
   test('CSRF: a post without the interaction cookie, or with a wrong form token, signs nobody in', async () => {

@@ -10,6 +10,7 @@ interface FlowTokenRow {
   user_id: string | null;
   client_id: string;
   role: string | null;
+  delegation_type: string;
 }
 
 /**
@@ -23,7 +24,7 @@ export const flowTokenCredentials: CredentialResolver = {
   async resolve(em, digest, now) {
     const at = now.toISOString();
     const [row] = await em.execute<FlowTokenRow[]>(
-      `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, u.role
+      `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, d.delegation_type, u.role
          from oauth_server_records r
          join oauth_delegations d on d.grant_id = r.grant_id and d.status = 'issued' and d.expires_at > ?
          left join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null
@@ -51,6 +52,8 @@ export const flowTokenCredentials: CredentialResolver = {
       userId: row.user_id,
       role: row.role,
       scopes,
+      // A third-party app's grant is recorded as an `integration` delegation acting as the user.
+      firstParty: row.delegation_type === 'mobile' || row.delegation_type === 'web',
       rateLimitKey: `user:${row.user_id}`,
     };
     return principal;

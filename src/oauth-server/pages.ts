@@ -57,3 +57,14 @@ ${items}
 export function problemPage(title: string, message: string): string {
   return layout(title, `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(message)}</p>`);
 }
+
+/** A public client's authorization with an existing sign-in session: the user confirms it is theirs. */
+export function continuePage(options: { action: string; csrf: string; appName: string; email: string }): string {
+  return layout(`Continue to ${options.appName}?`, `<h1>Continue to ${escapeHtml(options.appName)}?</h1>
+<p>You are signed in as <strong>${escapeHtml(options.email)}</strong>. Continue only if you just opened ${escapeHtml(options.appName)} yourself.</p>
+<form method="post" action="${escapeHtml(options.action)}">
+<input type="hidden" name="csrf" value="${escapeHtml(options.csrf)}">
+<button type="submit" name="decision" value="approve">Continue</button>
+<button type="submit" name="decision" value="deny">Cancel</button>
+</form>`);
+}

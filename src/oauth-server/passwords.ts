@@ -1,7 +1,12 @@
 import { Algorithm, hash, verify } from '@node-rs/argon2';
 import type { EntityManager } from '@mikro-orm/sql';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
-import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
+import type { UserPrincipal } from '../auth/principal.js';
+import type { TransactionRunner } from '../db/transaction.js';
+import { ForbiddenError, InvalidInputError, NotFoundError, RateLimitedError } from '../errors/domain-errors.js';
+import { lockLiveUser } from '../users/user-locks.js';
+import { beginSignInAttempt, type SignInLimits } from './sign-in-limiter.js';
+import { revokeUserSessionsAndGrants } from './user-sign-ins.js';
 
 /** OWASP's argon2id baseline: 19 MiB, 2 passes, 1 lane. */
 const ARGON2_OPTIONS = { algorithm: Algorithm.Argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
@@ -41,26 +46,74 @@ async function liveUser(em: EntityManager, userId: string): Promise<LiveUserRow 
   return row;
 }
 
-/** Sets (or replaces) a live user's password; only the argon2id hash is stored. */
-export async function setPassword(em: EntityManager, userId: string, password: string): Promise<void> {
+/**
+ * An operator sets (or resets) a live user's password; only the argon2id hash is stored. A reset
+ * is what follows a suspected takeover, so it also ends the user's sessions and grants, as a
+ * change by the user does.
+ */
+export async function setPassword(em: EntityManager, transactions: TransactionRunner, userId: string, password: string): Promise<void> {
   validatePassword(password);
-  if (!(await liveUser(em, userId))) throw new NotFoundError('user');
+  const user = await liveUser(em, userId);
+  if (!user) throw new NotFoundError('user');
   const stored = await hashPassword(password);
-  await em.execute(
-    `insert into user_passwords (user_id, password_hash, updated_at) values (?, ?, now())
-     on conflict (user_id) do update set password_hash = excluded.password_hash, updated_at = excluded.updated_at`,
-    [userId, stored],
-  );
+  await transactions.run(em, async (tx) => {
+    if (!(await lockLiveUser(tx, user.account_id, userId))) throw new NotFoundError('user');
+    await tx.execute(
+      `insert into user_passwords (user_id, password_hash, updated_at) values (?, ?, now())
+       on conflict (user_id) do update set password_hash = excluded.password_hash, updated_at = excluded.updated_at`,
+      [userId, stored],
+    );
+    await revokeUserSessionsAndGrants(tx, { accountId: user.account_id, userId }, { reason: 'password_changed' });
+  }, 'passwords.set');
 }
 
-/** A user changing their own password proves they know the current one. */
-export async function changeOwnPassword(em: EntityManager, userId: string, currentPassword: string, newPassword: string): Promise<void> {
-  validatePassword(newPassword);
-  const [row] = await em.execute<{ password_hash: string }[]>('select password_hash from user_passwords where user_id = ?', [userId]);
-  if (!row || !(await verifyPassword(row.password_hash, currentPassword))) {
+export interface PasswordChange {
+  em: EntityManager;
+  transactions: TransactionRunner;
+  principal: UserPrincipal;
+  /** The client address, for the same attempt limits as the sign-in form. */
+  address: string;
+  currentPassword: string;
+  newPassword: string;
+  limits?: SignInLimits;
+}
+
+/**
+ * A user changing their own password (SPEC section 2): only through a credential that may write the
+ * user and is the user's own or a first-party app's (never a third-party app's or an integration's
+ * token, which could otherwise guess the password and take the account over); the current password
+ * is checked under the sign-in form's limits (a wrong one counts as a failed sign-in of that email);
+ * a change signs the user out of every other session and grant (not the API keys).
+ */
+export async function changeOwnPassword(change: PasswordChange): Promise<void> {
+  const { em, principal } = change;
+  if (principal.kind === 'oauth' && !principal.firstParty) {
+    throw new ForbiddenError('A third-party app\'s or an integration\'s token may not change the user\'s password; use a first-party app or an API key.');
+  }
+  validatePassword(change.newPassword);
+  const [row] = await em.execute<{ email: string; password_hash: string | null }[]>(
+    'select u.email, p.password_hash from users u left join user_passwords p on p.user_id = u.id where u.id = ? and u.account_id = ? and u.deleted_at is null',
+    [principal.userId, principal.accountId],
+  );
+  if (!row) throw new NotFoundError('user');
+  const attempt = await beginSignInAttempt(em, row.email, change.address, change.limits);
+  if (!attempt.allowed) throw new RateLimitedError(attempt.retryAfterSeconds);
+  decoyHash ??= hashPassword('decoy password for unknown accounts');
+  if (!(await verifyPassword(row.password_hash ?? (await decoyHash), change.currentPassword)) || row.password_hash === null) {
     throw new ForbiddenError('The current password is not correct.');
   }
-  await setPassword(em, userId, newPassword);
+  await attempt.succeeded();
+  // Hashed before the transaction: the user's row lock is not held through argon2's work.
+  const stored = await hashPassword(change.newPassword);
+  await change.transactions.run(em, async (tx) => {
+    if (!(await lockLiveUser(tx, principal.accountId, principal.userId))) throw new NotFoundError('user');
+    await tx.execute('update user_passwords set password_hash = ?, updated_at = now() where user_id = ?', [stored, principal.userId], 'run');
+    await revokeUserSessionsAndGrants(tx, principal, {
+      principal,
+      reason: 'password_changed',
+      keepDelegationId: principal.kind === 'oauth' ? principal.credentialId : undefined,
+    });
+  }, 'passwords.change');
 }
 
 /**

@@ -1,6 +1,7 @@
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { deriveKey } from '../auth/server-secret.js';
 import { SCOPES } from '../auth/scopes.js';
+import type { TrustProxy } from '../config/config.js';
 import type { Database } from '../db/database.js';
 import type { Logger } from '../logging/logger.js';
 import { createAdapterFactory } from './adapter.js';
@@ -30,12 +31,15 @@ export const LIFETIMES = {
   refreshToken: 30 * 86_400,
   grant: 90 * 86_400,
   session: 14 * 86_400,
-  interaction: 60 * 60,
+  /** A sign-in page left open this long starts over; abandoned ones are purged as soon as they expire. */
+  interaction: 15 * 60,
 };
 
 export interface OAuthServerSettings {
   /** The public API URL: the issuer, and the one resource (audience) tokens are for. */
   issuer: string;
+  /** TRUST_PROXY, as Express has it. */
+  trustProxy: TrustProxy;
 }
 
 /** Sealers per purpose: a leak of one kind of ciphertext key reveals nothing of the others. */
@@ -139,9 +143,12 @@ export async function createProvider(options: { database: Database; serverSecret
   };
 
   const provider = new Provider(issuer, configuration);
-  // An https issuer is served behind TLS termination: take the scheme from X-Forwarded-Proto, so
-  // Secure cookies are set (the library refuses them on what looks like plain http).
-  provider.proxy = secureCookies;
+  // The proxies TRUST_PROXY names say the scheme and the client; with a hop count, only that many.
+  // An https issuer without TRUST_PROXY is still served behind TLS termination: the scheme is then
+  // taken from X-Forwarded-Proto, so Secure cookies are set (the library refuses them on what looks
+  // like plain http); nothing of ours reads the library's idea of the client address.
+  provider.proxy = settings.trustProxy !== false || secureCookies;
+  if (typeof settings.trustProxy === 'number') provider.maxIpsCount = settings.trustProxy;
   provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'authorization server error'));
   return provider;
 }

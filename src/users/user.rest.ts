@@ -5,6 +5,7 @@ import { bodyField, classicPagination, classicPaginationParameters, includeParam
 import type { BodyDescription } from '../rest/description.js';
 import { classicPage, schemaRef, wrapped } from '../rest/openapi-schemas.js';
 import { policy } from '../auth/policy.js';
+import { actingUserId } from '../auth/principal.js';
 import { excerpt } from '../graphql/input-bounds.js';
 import type {
   CreateUserMutation,
@@ -174,14 +175,18 @@ export const userRoutes: RestRoute[] = [
     description: {
       operationId: 'getCurrentUser',
       summary: 'Show the current user',
-      description: 'The user the credential acts as (with their calendar URLs); an account key has none: 400.',
+      description: 'The user the credential acts as, with their calendar URLs when the credential may read them (an API key of the user, or a token with users.write); an account key has none: 400.',
       tags: ['Users'],
       scope: 'users.read',
       parameters: [showIncludes],
       responses: { 200: userResponse('The current user.') },
       errors: [400, 403],
     },
-    variables: () => ({}),
+    variables: ({ query, principal }) => {
+      const self = actingUserId(principal);
+      const asked = includes(query, USER_SHOW_INCLUDES).has('calendar_urls');
+      return { withCalendarUrls: asked || (self !== undefined && policy.mayReadCalendarUrls(principal, self)) };
+    },
     respond: (data: CurrentUserQuery) => ({ status: 200, body: { user: presentUser(data.viewer) } }),
   } satisfies RestRoute<CurrentUserQuery>,
   {
@@ -199,9 +204,10 @@ export const userRoutes: RestRoute[] = [
     },
     variables: ({ params, query, principal }) => {
       const included = includes(query, USER_SHOW_INCLUDES);
-      // Automatically for one's own profile (user-level credentials); for anyone else only when asked,
-      // and then the field's rule answers 403 unless the caller holds can_update_user.
-      return { id: params.id, withCalendarUrls: included.has('calendar_urls') || policy.isSelf(principal, params.id) };
+      // Automatically for one's own profile when the credential may read them (a token needs users.write);
+      // otherwise only when asked, and then the field's rule answers 403 with the reason.
+      const automatic = policy.isSelf(principal, params.id) && policy.mayReadCalendarUrls(principal, params.id);
+      return { id: params.id, withCalendarUrls: included.has('calendar_urls') || automatic };
     },
     respond: (data: ShowUserQuery) => ({ status: 200, body: { user: presentUser(data.user) } }),
   } satisfies RestRoute<ShowUserQuery>,

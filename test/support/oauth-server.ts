@@ -181,7 +181,7 @@ export async function registerApp(database: Database, serverSecret: Buffer, opti
 }
 
 export async function givePassword(database: Database, userId: string, password: string): Promise<void> {
-  await setPassword(database.em(), userId, password);
+  await setPassword(database.em(), database.transactions, userId, password);
 }
 
 export const PASSWORD = 'correct horse battery staple';

@@ -72,10 +72,10 @@ export const setPasswordCommand: CliCommand = {
     if (!io.readStdin) throw new UsageError('the password is read from standard input');
     // One trailing newline (from echo or a terminal) is not part of the password.
     const password = (await io.readStdin()).replace(/\r?\n$/, '');
-    await setPassword(database.em(), userId, password);
+    await setPassword(database.em(), database.transactions, userId, password);
     return { user_id: userId, status: 'password set' };
   },
-  human: (result) => `Password set for user ${String(result.user_id)}.`,
+  human: (result) => `Password set for user ${String(result.user_id)}; their sign-in sessions and OAuth delegations are revoked.`,
 };
 
 export const rotateSigningKeysCommand: CliCommand = {

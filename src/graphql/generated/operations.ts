@@ -117,6 +117,13 @@ export type RemoveNotificationSubscriptionsInput = {
   userId: Scalars['ID']['input'];
 };
 
+/** Revokes one delegation of a user, of any type: a mobile or web sign-in, a third-party app's grant (INTEGRATION acting as the user), an operator-issued token. */
+export type RevokeOAuthDelegationInput = {
+  /** The delegation; it must be that user's (else NOT_FOUND). */
+  id: Scalars['ID']['input'];
+  userId: Scalars['ID']['input'];
+};
+
 /** Changes to one user: only the fields given change. name, email, timeZone, color and role are omitted to keep them (null is refused); description and jobTitle take null to clear them. */
 export type UpdateUserInput = {
   color: InputMaybe<Scalars['String']['input']>;
@@ -205,6 +212,13 @@ export type OAuthDelegationRevocationRequestsStatusQueryVariables = Exact<{
 
 export type OAuthDelegationRevocationRequestsStatusQuery = { oauthDelegationRevocationRequestsStatus: { pendingCount: number, requestedAtEnd: string } };
 
+export type RevokeOAuthDelegationMutationVariables = Exact<{
+  input: RevokeOAuthDelegationInput;
+}>;
+
+
+export type RevokeOAuthDelegationMutation = { revokeOAuthDelegation: { oauthDelegation: { id: string, status: OAuthDelegationStatus } } };
+
 export type ShowUserOAuthDelegationQueryVariables = Exact<{
   userId: Scalars['ID']['input'];
   id: Scalars['ID']['input'];
@@ -220,10 +234,12 @@ export type CreateUserMutationVariables = Exact<{
 
 export type CreateUserMutation = { createUser: { user: { id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } } };
 
-export type CurrentUserQueryVariables = Exact<{ [key: string]: never; }>;
+export type CurrentUserQueryVariables = Exact<{
+  withCalendarUrls: Scalars['Boolean']['input'];
+}>;
 
 
-export type CurrentUserQuery = { viewer: { httpCalUrl: string | null, webCalUrl: string | null, id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } };
+export type CurrentUserQuery = { viewer: { httpCalUrl?: string | null, webCalUrl?: string | null, id: string, name: string, email: string, timeZone: string, color: string, role: UserRole, avatarUrl: string, description: string | null, invitationSent: boolean, jobTitle: string | null, createdViaSso: boolean, self: string, htmlUrl: string } };
 
 export type DeleteUserMutationVariables = Exact<{
   input: DeleteUserInput;
