@@ -1,4 +1,6 @@
 import type { CredentialResolver } from '../auth/authenticate.js';
+import type { SignInMethod } from '../auth/sign-in-method.js';
+import type { HttpRouteDeps } from './feature.js';
 import type { CursorCodec } from '../graphql/cursor.js';
 import type { UserDeletedHook } from '../users/user-lifecycle.js';
 
@@ -15,4 +17,6 @@ export interface Runtime {
   cursors: CursorCodec;
   credentialResolvers: readonly CredentialResolver[];
   userDeletedHooks: readonly UserDeletedHook[];
+  /** Builders of the sign-in methods besides the password (the authorization server builds them when it mounts). */
+  signInMethods: readonly ((deps: HttpRouteDeps) => SignInMethod)[];
 }
