@@ -220,14 +220,17 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
           const settings = await requiredSettings(trip.account_id);
           const response = req.body?.SAMLResponse;
           if (!settings.saml || !trip.saml_request_id || typeof response !== 'string') throw new Refusal(REFUSED, 401, 'no SAML response for this round trip');
-          // InResponseTo must be the request this round trip sent, and nothing else.
+          // InResponseTo must be the request this round trip sent, and nothing else. The library
+          // reads the value as the request's instant; the round trip's own expiry already bounds it.
           const expected: CacheProvider = {
             saveAsync: async () => null,
-            getAsync: async (key) => (key === trip.saml_request_id ? 'pending' : null),
+            getAsync: async (key) => (key === trip.saml_request_id ? new Date().toISOString() : null),
             removeAsync: async () => null,
           };
           const { profile } = await samlFor(trip.account_id, settings.saml, expected).validatePostResponseAsync({ SAMLResponse: response });
-          if (!profile || profile.nameIDFormat !== EMAIL_NAME_ID) throw new Refusal(REFUSED, 401, 'the assertion names no email');
+          // The library checks the issuer of logout messages only: the assertion's is checked here.
+          if (!profile || profile.issuer !== settings.saml.idpEntityId) throw new Refusal(REFUSED, 401, 'the assertion is from another issuer');
+          if (profile.nameIDFormat !== EMAIL_NAME_ID) throw new Refusal(REFUSED, 401, 'the assertion names no email');
           const name = typeof profile.displayName === 'string' ? profile.displayName : undefined;
           return { email: assertedEmail(profile.nameID), name };
         }, (req) => req.body?.RelayState),
