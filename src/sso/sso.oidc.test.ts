@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
 import { PASSWORD, api, browse, newMember, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
-import { APP_REDIRECT, chooseProvider, configureSso, openSignIn, passIdentityProvider, startOidcIdentityProvider } from '../../test/support/sso.js';
+import { APP_REDIRECT, chooseProvider, configureSso, openSignIn, passIdentityProvider, startForgingIdentityProvider, startOidcIdentityProvider } from '../../test/support/sso.js';
 
 const fixture = useOAuthServers(1);
 const base = () => fixture.instances[0]!.url;
@@ -140,6 +140,28 @@ describe('OIDC sign-in through the company identity provider', () => {
     const tokens = await client.authorizationCodeGrant(start.config, done.url, { pkceCodeVerifier: start.verifier, expectedState: start.state });
     const me = await api(fixture.instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`);
     expect(me.body.user).toMatchObject({ email, role: 'user', created_via_sso: true });
+  });
+
+  test('an ID token signed with a key the provider never published is refused (the same token genuinely signed is accepted)', async () => {
+    let forge = true;
+    const forging = await startForgingIdentityProvider('forged-client', () => forge);
+    try {
+      const member = await newMember(fixture.database);
+      await configureSso(fixture.database, fixture.serverSecret, { accountId: member.accountId, displayName: 'Okta', oidc: { issuer: forging.issuer, clientId: 'forged-client', clientSecret: 'forged-client-secret' }, requireSso: false, jit: false });
+      const attempt = async () => {
+        const start = await openSignIn(fixture.database, fixture.serverSecret, base(), member.accountId);
+        const back = await chooseProvider(start.jar, base(), start.page.html, member.email, callbackPrefix());
+        if (back.kind !== 'callback') throw new Error('the provider did not send the browser back');
+        return browse(start.jar, back.url, APP_REDIRECT);
+      };
+      const refused = await attempt();
+      expect(refused).toMatchObject({ kind: 'page', status: 401 });
+      if (refused.kind === 'page') expect(refused.html).toContain('could not be accepted');
+      forge = false;
+      expect((await attempt()).kind).toBe('callback');
+    } finally {
+      await forging.stop();
+    }
   });
 
   test('the secret is never shown and not stored in plaintext', async () => {

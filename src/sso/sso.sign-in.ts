@@ -67,8 +67,11 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
     if (cached && Date.now() - cached.at < DISCOVERY_TTL_MS) return cached.config;
     const issuer = new URL(settings.issuer);
     const auth = settings.clientSecret ? oidc.ClientSecretBasic(settings.clientSecret) : oidc.None();
+    // The ID token's signature is checked against the provider's published keys too, not only
+    // trusted because it came over TLS from the token endpoint (the library's default).
     // Plain http only for a provider on this machine (a test's); anything else must be https.
-    const config = oidc.discovery(issuer, settings.clientId, undefined, auth, isLoopback(issuer) ? { execute: [oidc.allowInsecureRequests] } : undefined);
+    const execute = isLoopback(issuer) ? [oidc.enableNonRepudiationChecks, oidc.allowInsecureRequests] : [oidc.enableNonRepudiationChecks];
+    const config = oidc.discovery(issuer, settings.clientId, undefined, auth, { execute });
     config.catch(() => discovered.delete(key));
     discovered.set(key, { at: Date.now(), config });
     return config;

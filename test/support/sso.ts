@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { inflateRawSync } from 'node:zlib';
 import Provider from 'oidc-provider';
 import * as client from 'openid-client';
@@ -139,4 +139,59 @@ export function samlResponse(options: SamlResponseOptions): string {
     ? signSamlPost(response, '/*[local-name()="Response"]/*[local-name()="Assertion"]', { privateKey: options.privateKey, signatureAlgorithm: 'sha256', digestAlgorithm: 'sha256' })
     : response;
   return Buffer.from(signed, 'utf8').toString('base64');
+}
+
+function signJwt(claims: Record<string, unknown>, privateKey: KeyObject, kid: string): string {
+  const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const input = `${encode({ alg: 'RS256', typ: 'JWT', kid })}.${encode(claims)}`;
+  return `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
+}
+
+/**
+ * An OpenID provider whose token endpoint answers with an ID token signed by a key it never
+ * published (as a forger would: right claims, right nonce, the published key's kid), or, with
+ * `forge: false`, a genuine one: so a test can show the refusal is the signature's doing.
+ */
+export async function startForgingIdentityProvider(clientId: string, forge: () => boolean) {
+  const published = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const forger = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const kid = 'published-key';
+  const nonces = new Map<string, { nonce: string; email: string }>();
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', issuer);
+    const json = (body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    if (url.pathname === '/.well-known/openid-configuration') {
+      return json({ issuer, authorization_endpoint: `${issuer}/authorize`, token_endpoint: `${issuer}/token`, jwks_uri: `${issuer}/jwks`, response_types_supported: ['code'], subject_types_supported: ['public'], id_token_signing_alg_values_supported: ['RS256'], code_challenge_methods_supported: ['S256'] });
+    }
+    if (url.pathname === '/jwks') return json({ keys: [{ ...published.publicKey.export({ format: 'jwk' }), kid, use: 'sig', alg: 'RS256' }] });
+    if (url.pathname === '/authorize') {
+      const code = randomUUID();
+      nonces.set(code, { nonce: url.searchParams.get('nonce') ?? '', email: url.searchParams.get('login_hint') ?? '' });
+      const back = new URL(url.searchParams.get('redirect_uri')!);
+      back.searchParams.set('code', code);
+      back.searchParams.set('state', url.searchParams.get('state') ?? '');
+      return res.writeHead(302, { location: back.href }).end();
+    }
+    if (url.pathname === '/token') {
+      let body = '';
+      req.on('data', (chunk) => { body += String(chunk); });
+      req.on('end', () => {
+        const issued = nonces.get(new URLSearchParams(body).get('code') ?? '');
+        const now = Math.floor(Date.now() / 1000);
+        const claims = { iss: issuer, aud: clientId, sub: issued?.email, email: issued?.email, email_verified: true, nonce: issued?.nonce, iat: now, exp: now + 300 };
+        json({ access_token: randomUUID(), token_type: 'Bearer', expires_in: 300, id_token: signJwt(claims, forge() ? forger.privateKey : published.privateKey, kid) });
+      });
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    issuer,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
