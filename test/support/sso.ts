@@ -127,8 +127,11 @@ export interface SamlResponseOptions {
   nameIdFormat?: string;
 }
 
+const xmlEscape = (value: string) => value.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+
 /** A SAML Response as an IdP posts it, its assertion signed (unless no key is given). */
-export function samlResponse(options: SamlResponseOptions): string {
+export function samlResponse(given: SamlResponseOptions): string {
+  const options = { ...given, ...Object.fromEntries(Object.entries(given).filter(([key, value]) => key !== 'privateKey' && typeof value === 'string').map(([key, value]) => [key, xmlEscape(value as string)])) } as SamlResponseOptions;
   const now = new Date();
   const notBefore = (options.notBefore ?? new Date(now.getTime() - 60_000)).toISOString();
   const notOnOrAfter = (options.notOnOrAfter ?? new Date(now.getTime() + 5 * 60_000)).toISOString();
