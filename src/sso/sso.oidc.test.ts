@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
 import { PASSWORD, api, browse, newMember, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
+import { configureSsoCommand, disableSsoCommand, showSsoCommand } from '../cli/commands/sso.commands.js';
 import { APP_REDIRECT, chooseProvider, configureSso, openSignIn, passIdentityProvider, startForgingIdentityProvider, startOidcIdentityProvider } from '../../test/support/sso.js';
 
 const fixture = useOAuthServers(1);
@@ -177,5 +178,27 @@ describe('OIDC sign-in through the company identity provider', () => {
     const metadata = await fetch(body.data.singleSignOn.serviceProvider.samlMetadataUrl);
     expect(metadata.status).toBe(200);
     expect(await metadata.text()).toBe(body.data.singleSignOn.serviceProvider.samlMetadataXml);
+  });
+
+  test('accessctl sso configure (secret on stdin) | show | disable', async () => {
+    const member = await newMember(fixture.database);
+    const io = (stdin = '') => ({ info: () => {}, serverSecret: () => fixture.serverSecret, readStdin: async () => stdin, apiUrl: () => base() });
+    const configured = await configureSsoCommand.run(fixture.database, { account: member.accountId, 'oidc-issuer': idp.issuer, 'client-id': CLIENT_A.clientId, name: 'Okta', 'require-sso': true, json: true }, io(`${CLIENT_A.clientSecret}\n`));
+    const shown = await showSsoCommand.run(fixture.database, { account: member.accountId, json: true }, io());
+    for (const output of [configured, shown]) {
+      expect(JSON.stringify(output)).not.toContain(CLIENT_A.clientSecret);
+      expect(output).toMatchObject({
+        identity_provider: { protocol: 'oidc', display_name: 'Okta', require_sso: true, jit: false, oidc_issuer: idp.issuer, oidc_client_id: CLIENT_A.clientId, oidc_client_secret_stored: true },
+        service_provider: { oidc_redirect_uri: `${base()}/sso/oidc/callback` },
+      });
+    }
+    // The secret went in intact (the provider authenticates the client with it).
+    expect((await finish(await toCallback(member, member.email))).kind).toBe('callback');
+
+    expect(await disableSsoCommand.run(fixture.database, { account: member.accountId, json: true }, io())).toEqual({ account_id: member.accountId, disabled: true });
+    const page = await openSignIn(fixture.database, fixture.serverSecret, base(), member.accountId);
+    expect(page.page.html).not.toContain('Sign in with');
+    expect(page.page.html).toContain('name="password"');
+    await expect(configureSsoCommand.run(fixture.database, { account: member.accountId, json: true }, io())).rejects.toThrow(/--oidc-issuer|--saml-metadata/);
   });
 });

@@ -1,5 +1,9 @@
 import { beforeAll, describe, expect, test } from '@jest/globals';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as client from 'openid-client';
+import { configureSsoCommand } from '../cli/commands/sso.commands.js';
 import { api, browse, newMember, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
 import { APP_REDIRECT, SAML_SSO_URL, chooseProvider, configureSso, openSignIn, readAuthnRequest, samlKeyPair, samlMetadata, samlResponse, type SamlResponseOptions } from '../../test/support/sso.js';
 
@@ -115,5 +119,26 @@ describe('SAML 2.0 sign-in through the company identity provider', () => {
     const rows = await fixture.database.em().execute<{ id: string; role: string; created_via_sso: boolean }[]>('select id, role, created_via_sso from users where account_id = ? and lower(email) = lower(?)', [member.accountId, email]);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ role: 'user', created_via_sso: true });
+  });
+
+  test('accessctl sso configure --saml-metadata FILE reads the provider\'s metadata', async () => {
+    const member = await newMember(fixture.database);
+    const dir = mkdtempSync(join(tmpdir(), 'sso-metadata-'));
+    try {
+      const file = join(dir, 'idp.xml');
+      writeFileSync(file, samlMetadata(IDP_ENTITY_ID, idpKeys.certificateBase64));
+      const io = { info: () => {}, serverSecret: () => fixture.serverSecret, apiUrl: () => base() };
+      const result = await configureSsoCommand.run(fixture.database, { account: member.accountId, 'saml-metadata': file, name: 'Entra ID', jit: true, json: true }, io);
+      expect(result).toMatchObject({
+        identity_provider: { protocol: 'saml', saml_idp_entity_id: IDP_ENTITY_ID, saml_sso_url: SAML_SSO_URL, jit: true, require_sso: false },
+        service_provider: { saml_entity_id: `${base()}/sso/saml/${member.accountId}/metadata`, saml_acs_url: `${base()}/sso/saml/acs` },
+      });
+      writeFileSync(file, '<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="x"/>');
+      await expect(configureSsoCommand.run(fixture.database, { account: member.accountId, 'saml-metadata': file, json: true }, io)).rejects.toMatchObject({ details: [expect.stringMatching(/IDPSSODescriptor/)] });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const trip = await toIdentityProvider(member);
+    expect((await trip.post(trip.answer())).kind).toBe('callback');
   });
 });
