@@ -212,7 +212,8 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
           idTokenExpected: true,
         });
         const claims = tokens.claims();
-        if (!claims || claims.email_verified !== true) throw new Refusal(REFUSED, 401, 'the ID token has no verified email');
+        // Entra ID says "verified" as xms_edov (email domain owner verified), not email_verified.
+        if (!claims || (claims.email_verified !== true && claims.xms_edov !== true)) throw new Refusal(REFUSED, 401, 'the ID token has no verified email');
         return { email: assertedEmail(claims.email), name: typeof claims.name === 'string' ? claims.name : undefined };
       }, (req) => req.query.state));
 
