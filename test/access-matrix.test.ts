@@ -115,6 +115,7 @@ const ROWS: Row[] = [
 const OUTSIDE_SCOPE_TABLE: Record<string, string> = {
   'Query.oauthApps': 'can_update_user; src/oauth-server/oauth-server.apps.test.ts',
   'Mutation.changeMyPassword': 'the calling user, with the current password; src/oauth-server/oauth-server.apps.test.ts',
+  'Query.singleSignOn': 'can_update_user; src/sso/sso.oidc.test.ts',
 };
 
 interface CredentialKind {

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
 import { PASSWORD, api, browse, newMember, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
+import { AccountsService } from '../accounts/accounts.service.js';
+import { Account } from '../accounts/account.entity.js';
+import { User } from '../users/user.entity.js';
 import { configureSsoCommand, disableSsoCommand, showSsoCommand } from '../cli/commands/sso.commands.js';
 import { APP_REDIRECT, chooseProvider, configureSso, openSignIn, passIdentityProvider, startForgingIdentityProvider, startOidcIdentityProvider } from '../../test/support/sso.js';
 
@@ -175,6 +178,17 @@ describe('OIDC sign-in through the company identity provider', () => {
     const body = JSON.parse(text);
     expect(body.data.singleSignOn.identityProvider).toEqual({ protocol: 'oidc', displayName: 'Okta', oidcIssuer: idp.issuer, oidcClientId: CLIENT_A.clientId, oidcClientSecretStored: true, requireSso: false, jit: false });
     expect(body.data.singleSignOn.serviceProvider.oidcRedirectUri).toBe(`${base()}/sso/oidc/callback`);
+    // can_update_user: a plain user's key is refused, an admin's is not.
+    const query = JSON.stringify({ query: '{ singleSignOn { identityProvider { protocol } } }' });
+    for (const [role, allowed] of [['user', false], ['admin', true]] as const) {
+      const em = fixture.database.em();
+      const person = em.create(User, { account: em.getReference(Account, member.accountId), name: role, email: `${role}-${member.email}`, timeZone: 'Etc/UTC', color: 'green', role });
+      await em.persist(person).flush();
+      const { apiKey } = await new AccountsService(fixture.database.em()).createApiKey({ accountId: member.accountId, userId: person.id });
+      const answer = await (await fetch(`${base()}/graphql`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Token token=${apiKey}` }, body: query })).json() as { data?: { singleSignOn: unknown }; errors?: Array<{ extensions: { code: string } }> };
+      if (allowed) expect(answer.data?.singleSignOn).toEqual({ identityProvider: { protocol: 'oidc' } });
+      else expect(answer.errors?.[0]?.extensions.code).toBe('FORBIDDEN');
+    }
     const metadata = await fetch(body.data.singleSignOn.serviceProvider.samlMetadataUrl);
     expect(metadata.status).toBe(200);
     expect(await metadata.text()).toBe(body.data.singleSignOn.serviceProvider.samlMetadataXml);

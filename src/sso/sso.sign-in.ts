@@ -152,8 +152,8 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
     name: 'sso',
 
     async offerFor(accountId) {
-      const settings = await service().settings(accountId);
-      return settings && { label: settings.displayName, passwordAllowed: !settings.requireSso };
+      const configuration = await service().show(accountId);
+      return configuration ? { label: configuration.displayName, passwordAllowed: !configuration.requireSso } : undefined;
     },
 
     async begin({ interactionUid, accountId, loginHint }) {
