@@ -124,12 +124,10 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
     }
     const email = first(req.body?.email).trim().slice(0, USER_FIELD_LIMITS.email.max);
     const password = first(req.body?.password).slice(0, PASSWORD_MAX_LENGTH);
-    const page = (status: number, error: string) =>
-      sendPage(res, status, signInPage({ action: `${INTERACTION_PATH}/${interaction.uid}/login`, csrf: csrfFor(interaction.uid), appName: app.name, email, error }));
     const offer = await alternative.offer(interaction.uid, app.account.id);
-    if (offer && !offer.passwordAllowed) {
-      return sendPage(res, 403, signInPage({ action: `${INTERACTION_PATH}/${interaction.uid}/login`, csrf: csrfFor(interaction.uid), appName: app.name, email, alternative: offer, error: `Passwords are not accepted here: sign in with ${offer.label}.` }));
-    }
+    const page = (status: number, error: string) =>
+      sendPage(res, status, signInPage({ action: `${INTERACTION_PATH}/${interaction.uid}/login`, csrf: csrfFor(interaction.uid), appName: app.name, email, error, alternative: offer }));
+    if (offer && !offer.passwordAllowed) return page(403, `Passwords are not accepted here: sign in with ${offer.label}.`);
     const em = deps.database.em();
     if (!(await allowSignInAttempt(em, email, req.ip ?? 'unknown', limits))) {
       deps.logger.warn({ clientId: app.clientId }, 'sign-in attempts over the limit');
