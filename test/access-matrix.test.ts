@@ -119,6 +119,7 @@ const ROWS: Row[] = [
 const OUTSIDE_SCOPE_TABLE: Record<string, string> = {
   'Query.oauthApps': 'can_update_user, a token needs oauth_delegations.read; src/oauth-server/oauth-server.apps.test.ts, test/least-privilege.test.ts',
   'Mutation.changeMyPassword': 'the calling user through a credential that may write the user, with the current password; src/oauth-server/password-change.test.ts',
+  'Query.singleSignOn': 'can_update_user; src/sso/sso.oidc.test.ts',
 };
 
 interface CredentialKind {

@@ -34,6 +34,8 @@ import {
   snakeCase,
   toJson,
 } from './support/hostile.js';
+import { digestSecret } from '../src/auth/secrets.js';
+import { configureSso, samlKeyPair, samlMetadata, samlResponse } from './support/sso.js';
 
 /**
  * Hostile input, derived from what the product declares rather than from a list: every REST row
@@ -126,10 +128,10 @@ function inputFieldNames(type: GraphQLInputType, into: Set<string>, seen = new S
 /**
  * The v2 error envelope is the REST facade's shape. The calendar feed answers calendar apps, and
  * the sign-in pages and OAuth endpoints answer browsers and OAuth clients in their own standard
- * shapes (HTML pages, RFC 6749 errors); for those the properties are the other ones: no 5xx, no leak.
+ * shapes (HTML pages, RFC 6749 errors, SAML metadata); for those the properties are the other ones: no 5xx, no leak.
  */
 function speaksV2Envelope(path: string): boolean {
-  return !path.startsWith('/private/') && !path.startsWith('/oauth/') && !path.startsWith('/.well-known/');
+  return !path.startsWith('/private/') && !path.startsWith('/oauth/') && !path.startsWith('/.well-known/') && !path.startsWith('/sso/');
 }
 
 function deriveRestRoutes(deps: HttpRouteDeps): DerivedRoute[] {
@@ -392,6 +394,71 @@ test('GraphQL: hostile arguments for every root field from introspection never a
         const after = await fingerprint();
         if (after !== before) throw new Error(`rejected mutation changed rows: ${where}`);
       }
+    }),
+    { seed: SEED, numRuns: RUNS, endOnFailure: true },
+  );
+});
+
+// ---------------------------------------------------------------------------------------------
+// Single sign-on return routes: what an identity provider (or anyone) posts back
+// ---------------------------------------------------------------------------------------------
+
+test('SSO: garbage assertions and callbacks, with live and made-up state, never answer 5xx and leak nothing', async () => {
+  const saml = await harness.createAccount();
+  const oidc = await harness.createAccount();
+  const keys = samlKeyPair();
+  const idpEntityId = 'https://idp.example.test/entity';
+  await configureSso(harness.database, harness.runtime.serverSecret, { accountId: saml.id, samlMetadataXml: samlMetadata(idpEntityId, keys.certificateBase64), requireSso: false, jit: true });
+  // A provider nobody listens for: discovery fails, as when an IdP is down.
+  await configureSso(harness.database, harness.runtime.serverSecret, { accountId: oidc.id, oidc: { issuer: 'http://127.0.0.1:9', clientId: 'c', clientSecret: 's' }, requireSso: false, jit: false });
+  const REQUEST_ID = '_hostile-request';
+  let trips = 0;
+  /** A round trip in flight, so the library's verification runs instead of the state check refusing first. */
+  async function liveState(accountId: string, protocol: 'oidc' | 'saml'): Promise<string> {
+    const state = `live-state-${trips++}-${Math.random().toString(36).slice(2)}`;
+    await harness.database.em().execute(
+      `insert into sso_round_trips (state_digest, account_id, interaction_uid, protocol, oidc_nonce, oidc_code_verifier_sealed, saml_request_id, expires_at)
+       values (?, ?, 'no-such-interaction', ?, 'nonce', ?, ?, now() + interval '10 minutes')`,
+      [digestSecret(state), accountId, protocol, protocol === 'oidc' ? 'not-a-sealed-value' : null, protocol === 'saml' ? REQUEST_ID : null],
+    );
+    return state;
+  }
+  const genuine = (overrides: Partial<Parameters<typeof samlResponse>[0]>) => samlResponse({ idpEntityId, privateKey: keys.privateKey, inResponseTo: REQUEST_ID, audience: `http://api.example.test/sso/saml/${saml.id}/metadata`, destination: 'http://api.example.test/sso/saml/acs', email: 'someone@example.com', ...overrides });
+  const tampered = fc.tuple(fc.nat(), hostileString).map(([at, insert]) => {
+    const xml = Buffer.from(genuine({}), 'base64').toString('utf8');
+    const index = at % xml.length;
+    return Buffer.from(`${xml.slice(0, index)}${insert}${xml.slice(index + 1)}`, 'utf8').toString('base64');
+  });
+  const samlResponses = fc.oneof(
+    { weight: 2, arbitrary: hostileString },
+    { weight: 2, arbitrary: hostileString.map((value) => Buffer.from(value, 'utf8').toString('base64')) },
+    { weight: 3, arbitrary: tampered },
+    { weight: 2, arbitrary: fc.record({ email: hostileString, audience: hostileString, inResponseTo: hostileString, nameIdFormat: hostileString }, { requiredKeys: [] }).map((overrides) => genuine(overrides)) },
+    { weight: 1, arbitrary: fc.constantFrom(Buffer.from('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><r>&x;</r>').toString('base64'), Buffer.from(`<r>${'<a>'.repeat(50_000)}</r>`).toString('base64'), 'A'.repeat(600_000)) },
+  );
+  const relay = fc.oneof({ weight: 3, arbitrary: fc.constant('live') }, { weight: 2, arbitrary: hostileString }, { weight: 1, arbitrary: fc.constant(undefined) });
+  const samlPlan = fc.record({ kind: fc.constant('saml' as const), response: fc.option(samlResponses, { freq: 8 }), relay, contentType: fc.constantFrom('application/x-www-form-urlencoded', 'application/x-www-form-urlencoded', 'application/json', 'text/plain') });
+  const oidcPlan = fc.record({ kind: fc.constant('oidc' as const), state: fc.oneof({ weight: 3, arbitrary: fc.constant('live') }, { weight: 2, arbitrary: hostileQueryValue }, { weight: 1, arbitrary: fc.constant(undefined) }), code: fc.option(hostileQueryValue), extra: fc.array(fc.tuple(fc.constantFrom('error', 'iss', 'state', 'code', 'session_state'), hostileQueryValue), { maxLength: 3 }) });
+  await fc.assert(
+    fc.asyncProperty(fc.oneof(samlPlan, oidcPlan), async (plan) => {
+      let response: supertest.Response;
+      if (plan.kind === 'saml') {
+        const fields: Record<string, string> = {};
+        if (plan.response !== null) fields.SAMLResponse = plan.response;
+        if (plan.relay !== undefined) fields.RelayState = plan.relay === 'live' ? await liveState(saml.id, 'saml') : plan.relay;
+        const body = plan.contentType === 'application/json' ? JSON.stringify(fields) : new URLSearchParams(fields).toString();
+        response = await agent.post('/sso/saml/acs').set('Content-Type', plan.contentType).send(body).buffer(true);
+      } else {
+        const pairs: [string, string][] = [];
+        if (plan.state !== undefined) pairs.push(['state', plan.state === 'live' ? await liveState(oidc.id, 'oidc') : plan.state]);
+        if (plan.code !== null) pairs.push(['code', plan.code]);
+        pairs.push(...plan.extra);
+        response = await agent.get(`/sso/oidc/callback?${pairs.map(([name, value]) => `${name}=${value}`).join('&')}`).buffer(true);
+      }
+      const where = `${plan.kind} ${JSON.stringify(plan).slice(0, 300)}`;
+      if (response.status >= 500) throw new Error(`${response.status} for ${where}: ${response.text.slice(0, 300)}`);
+      expect(response.status).toBeGreaterThanOrEqual(400);
+      expect(response.text).not.toMatch(/\n\s+at |SELECT |INSERT |UPDATE |signature|InResponseTo|audience/i);
     }),
     { seed: SEED, numRuns: RUNS, endOnFailure: true },
   );

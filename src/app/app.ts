@@ -81,6 +81,7 @@ export function buildRuntime(settings: AppSettings, serverSecret: Buffer): Runti
     cursors: new CursorCodec(deriveKey(serverSecret, 'pagination-cursor')),
     credentialResolvers: features.flatMap((feature) => feature.credentialResolvers ?? []),
     userDeletedHooks: features.flatMap((feature) => (feature.onUserDeleted ? [feature.onUserDeleted] : [])),
+    signInMethods: features.flatMap((feature) => (feature.signInMethod ? [feature.signInMethod] : [])),
   };
 }
 

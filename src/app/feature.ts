@@ -6,6 +6,7 @@ import type { Logger } from '../logging/logger.js';
 import type { oas31 } from 'openapi3-ts';
 import type { PlainOperationDescription } from '../rest/description.js';
 import type { RestRoute } from '../rest/route.js';
+import type { SignInMethod } from '../auth/sign-in-method.js';
 import type { UserDeletedHook } from '../users/user-lifecycle.js';
 import type { Runtime } from './runtime.js';
 
@@ -28,6 +29,8 @@ export interface Feature {
   onUserDeleted?: UserDeletedHook;
   /** Steps of the write path run before every commit that recorded changes (`recordChange`), e.g. the audit trail. */
   commitHooks?: CommitHook[];
+  /** Another way to sign in to the authorization server (single sign-on), built once per app. */
+  signInMethod?: (deps: HttpRouteDeps) => SignInMethod;
   /**
    * Plain Express routes that are not part of the API (no credentials, no v2 `Accept`
    * versioning, not JSON), e.g. the iCal feed. Mounted before authentication and REST negotiation.

@@ -1,5 +1,7 @@
 import type { CredentialResolver } from '../auth/authenticate.js';
 import type { TrustProxy } from '../config/config.js';
+import type { SignInMethod } from '../auth/sign-in-method.js';
+import type { HttpRouteDeps } from './feature.js';
 import type { CursorCodec } from '../graphql/cursor.js';
 import type { UserDeletedHook } from '../users/user-lifecycle.js';
 
@@ -18,4 +20,6 @@ export interface Runtime {
   cursors: CursorCodec;
   credentialResolvers: readonly CredentialResolver[];
   userDeletedHooks: readonly UserDeletedHook[];
+  /** Builders of the sign-in methods besides the password (the authorization server builds them when it mounts). */
+  signInMethods: readonly ((deps: HttpRouteDeps) => SignInMethod)[];
 }

@@ -13,9 +13,10 @@ import { addShiftCommand } from './commands/calendar-feed.commands.js';
 import { addSubscribableCommand } from './commands/notification-subscriptions.commands.js';
 import { createDelegationCommand } from './commands/oauth-delegations.commands.js';
 import { oauthServerCommands } from './commands/oauth-server.commands.js';
+import { ssoCommands } from './commands/sso.commands.js';
 import { resolveServerSecret } from '../auth/server-secret.js';
 
-const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands];
+const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands, ...ssoCommands];
 
 function usage(): string {
   return `Usage:\n${commands.map((command) => `  ${command.usage}`).join('\n')}\n\nReads DATABASE_URL and DATA_DIR like the server. With --json, stdout holds exactly one JSON object.`;
@@ -48,6 +49,7 @@ async function main(argv: string[]): Promise<number> {
     const result = await command.run(operator, values, {
       info: (message) => process.stderr.write(`${message}\n`),
       serverSecret: () => resolveServerSecret(config),
+      apiUrl: () => config.publicApiUrl,
       readStdin: async () => {
         const chunks: Buffer[] = [];
         for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer));

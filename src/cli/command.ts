@@ -10,6 +10,8 @@ export interface CommandIo {
   serverSecret?(): Buffer;
   /** Standard input, read to its end (a password is never an argument: it would show in `ps`). */
   readStdin?(): Promise<string>;
+  /** The public API URL the server answers at (PUBLIC_API_URL), for URLs an operator pastes elsewhere. */
+  apiUrl?(): string;
 }
 
 export interface CliCommand {

@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import type Provider from 'oidc-provider';
 import { errors, type InteractionResults } from 'oidc-provider';
 import type { Database } from '../db/database.js';
+import type { SignInMethod } from '../auth/sign-in-method.js';
 import { deriveKey } from '../auth/server-secret.js';
 import { hmac, safeEqual } from '../auth/secrets.js';
 import type { Logger } from '../logging/logger.js';
@@ -11,6 +12,7 @@ import { delegationTypeFor, findApp } from './apps.service.js';
 import type { OAuthApp } from './oauth-app.entity.js';
 import { consentPage, continuePage, problemPage, signInPage } from './pages.js';
 import { PASSWORD_MAX_LENGTH, checkSignIn } from './passwords.js';
+import { alternativeSignIn } from './sign-in-methods.js';
 import { INTERACTION_PATH, LIFETIMES } from './provider.js';
 import { DEFAULT_SIGN_IN_LIMITS, beginSignInAttempt, type SignInLimits } from './sign-in-limiter.js';
 
@@ -41,12 +43,13 @@ function first(value: unknown): string {
  * same flow, and otherwise asks the user to confirm. Forms post back to the interaction's own URL, whose cookie is SameSite=Lax and
  * path-bound, and carry a token bound to the interaction (CSRF).
  */
-export function interactionRoutes(router: Router, deps: { database: Database; serverSecret: Buffer; logger: Logger; provider: () => Promise<Provider>; signInLimits?: SignInLimits }): void {
+export function interactionRoutes(router: Router, deps: { database: Database; serverSecret: Buffer; logger: Logger; provider: () => Promise<Provider>; signInLimits?: SignInLimits; signInMethods?: readonly SignInMethod[] }): void {
   const csrfKey = deriveKey(deps.serverSecret, 'oauth-server:csrf');
   const csrfFor = (uid: string) => hmac(csrfKey, uid).toString('base64url');
   const csrfValid = (uid: string, given: unknown) => typeof given === 'string' && safeEqual(Buffer.from(given), Buffer.from(csrfFor(uid)));
   const limits = deps.signInLimits ?? DEFAULT_SIGN_IN_LIMITS;
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 10 });
+  const alternative = alternativeSignIn(deps.signInMethods ?? [], { csrfFor, csrfValid, sendPage, form, database: deps.database, provider: deps.provider });
 
   const withInteraction = (handler: (req: Request, res: Response, provider: Provider, interaction: Interaction, app: OAuthApp) => Promise<void>) =>
     async (req: Request, res: Response, next: NextFunction) => {
@@ -105,7 +108,7 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
   router.get(`${INTERACTION_PATH}/:uid`, withInteraction(async (req, res, provider, interaction, app) => {
     const action = `${INTERACTION_PATH}/${interaction.uid}`;
     if (interaction.prompt.name === 'login') {
-      return sendPage(res, 200, signInPage({ action: `${action}/login`, csrf: csrfFor(interaction.uid), appName: app.name }));
+      return sendPage(res, 200, signInPage({ action: `${action}/login`, csrf: csrfFor(interaction.uid), appName: app.name, alternative: await alternative.offer(interaction.uid, app.account.id) }));
     }
     if (interaction.prompt.name === 'consent') {
       if (app.kind === 'web') return approve(req, res, provider, interaction, app);
@@ -130,8 +133,10 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
     }
     const email = first(req.body?.email).trim().slice(0, USER_FIELD_LIMITS.email.max);
     const password = first(req.body?.password).slice(0, PASSWORD_MAX_LENGTH);
+    const offer = await alternative.offer(interaction.uid, app.account.id);
     const page = (status: number, error: string) =>
-      sendPage(res, status, signInPage({ action: `${INTERACTION_PATH}/${interaction.uid}/login`, csrf: csrfFor(interaction.uid), appName: app.name, email, error }));
+      sendPage(res, status, signInPage({ action: `${INTERACTION_PATH}/${interaction.uid}/login`, csrf: csrfFor(interaction.uid), appName: app.name, email, error, alternative: offer }));
+    if (offer && !offer.passwordAllowed) return page(403, `Passwords are not accepted here: sign in with ${offer.label}.`);
     const em = deps.database.em();
     const attempt = await beginSignInAttempt(em, email, req.ip ?? 'unknown', limits);
     if (!attempt.allowed) {
@@ -144,6 +149,8 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
     await attempt.succeeded();
     await finish(req, res, provider, { login: { accountId: userId } });
   }));
+
+  alternative.mount(router, withInteraction);
 
   router.post(`${INTERACTION_PATH}/:uid/consent`, form, withInteraction(async (req, res, provider, interaction, app) => {
     if (interaction.prompt.name !== 'consent' || !csrfValid(interaction.uid, req.body?.csrf)) {

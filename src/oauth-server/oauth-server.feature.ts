@@ -28,7 +28,8 @@ function mountAuthorizationServer(router: Router, deps: HttpRouteDeps): void {
 
   // Every sign-in step is unauthenticated and some write rows: each client address has a budget.
   router.use([OAUTH_PREFIX, ...DISCOVERY_PATHS], deps.limitPerAddress);
-  interactionRoutes(router, { database: deps.database, serverSecret: deps.runtime.serverSecret, logger: deps.logger, provider });
+  const signInMethods = deps.runtime.signInMethods.map((build) => build(deps));
+  interactionRoutes(router, { database: deps.database, serverSecret: deps.runtime.serverSecret, logger: deps.logger, provider, signInMethods });
   router.use(async (req: Request, res: Response, next: NextFunction) => {
     const ours = DISCOVERY_PATHS.has(req.path) || (req.path.startsWith(`${OAUTH_PREFIX}/`) && !req.path.startsWith(`${INTERACTION_PATH}/`));
     if (!ours) return next();

@@ -28,16 +28,25 @@ ${body}
 </html>`;
 }
 
-export function signInPage(options: { action: string; csrf: string; appName: string; email?: string; error?: string }): string {
-  return layout(`Sign in to ${options.appName}`, `<h1>Sign in</h1>
-<p>to continue to <strong>${escapeHtml(options.appName)}</strong></p>
-${options.error ? `<p class="error" role="alert">${escapeHtml(options.error)}</p>` : ''}
-<form method="post" action="${escapeHtml(options.action)}">
+export function signInPage(options: { action: string; csrf: string; appName: string; email?: string; error?: string; alternative?: { label: string; action: string; passwordAllowed: boolean } }): string {
+  const alternative = options.alternative;
+  // Email first: the account's identity provider, then (unless it is required) the password form.
+  const viaProvider = alternative ? `<form method="post" action="${escapeHtml(alternative.action)}">
+<input type="hidden" name="csrf" value="${escapeHtml(options.csrf)}">
+<label>Email <input type="email" name="email" autocomplete="username" maxlength="100" value="${escapeHtml(options.email ?? '')}"></label>
+<button type="submit">Sign in with ${escapeHtml(alternative.label)}</button>
+</form>
+` : '';
+  const withPassword = !alternative || alternative.passwordAllowed ? `${alternative ? '<p>or with your password:</p>\n' : ''}<form method="post" action="${escapeHtml(options.action)}">
 <input type="hidden" name="csrf" value="${escapeHtml(options.csrf)}">
 <label>Email <input type="email" name="email" autocomplete="username" required maxlength="100" value="${escapeHtml(options.email ?? '')}"></label>
 <label>Password <input type="password" name="password" autocomplete="current-password" required maxlength="256"></label>
 <button type="submit">Sign in</button>
-</form>`);
+</form>` : '';
+  return layout(`Sign in to ${options.appName}`, `<h1>Sign in</h1>
+<p>to continue to <strong>${escapeHtml(options.appName)}</strong></p>
+${options.error ? `<p class="error" role="alert">${escapeHtml(options.error)}</p>` : ''}
+${viaProvider}${withPassword}`);
 }
 
 export function consentPage(options: { action: string; csrf: string; appName: string; scopes: readonly string[] }): string {

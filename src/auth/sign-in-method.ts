@@ -1,0 +1,39 @@
+import type { Response, Router } from 'express';
+
+/** What the sign-in page offers an account's users besides (or instead of) the password form. */
+export interface SignInOffer {
+  /** "Sign in with <label>". */
+  label: string;
+  /** False when the account requires the other method: the password form refuses its users. */
+  passwordAllowed: boolean;
+}
+
+/**
+ * The authorization server's side of the seam: a sign-in method that verified a user elsewhere
+ * hands the result back through this, never through the authorization server's internals.
+ */
+export interface InteractionFinisher {
+  /**
+   * Signs `userId` in to interaction `interactionUid`, if that interaction still waits for a
+   * sign-in and its app belongs to `accountId`. Returns where the browser continues (the
+   * authorization server's resume URL, which only the browser that started it can use), or
+   * undefined when there is nothing to continue.
+   */
+  signedIn(interactionUid: string, accountId: string, userId: string): Promise<string | undefined>;
+  /** Sends one of the sign-in pages' plain HTML problem pages (same headers as the sign-in form). */
+  problem(res: Response, status: number, title: string, message: string): void;
+}
+
+/**
+ * Another way to sign in during an authorization server interaction (single sign-on). A feature
+ * contributes one through `Feature.signInMethod`; the authorization server asks it what to offer,
+ * lets it start the round trip from the sign-in form, and mounts its return routes.
+ */
+export interface SignInMethod {
+  name: string;
+  offerFor(accountId: string): Promise<SignInOffer | undefined>;
+  /** Starts the round trip bound to the interaction; returns the URL to send the browser to. */
+  begin(request: { interactionUid: string; accountId: string; loginHint: string }): Promise<string>;
+  /** The routes the provider sends the browser back to. */
+  returnRoutes(router: Router, finisher: InteractionFinisher): void;
+}

@@ -1,0 +1,149 @@
+import type { EntityManager } from '@mikro-orm/sql';
+import type { TransactionRunner } from '../db/transaction.js';
+import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
+import { Sealer } from '../oauth-server/sealing.js';
+import { parseIdentityProviderMetadata } from './saml-metadata.js';
+import { SsoConfiguration, type SsoProtocol } from './sso-configuration.entity.js';
+
+export interface OidcProviderInput {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+export interface ConfigureSsoInput {
+  accountId: string;
+  displayName?: string;
+  oidc?: OidcProviderInput;
+  samlMetadataXml?: string;
+  requireSso: boolean;
+  jit: boolean;
+}
+
+export interface SsoConfigurationSummary {
+  protocol: SsoProtocol;
+  displayName: string;
+  requireSso: boolean;
+  jit: boolean;
+  oidcIssuer: string | null;
+  oidcClientId: string | null;
+  oidcClientSecretStored: boolean;
+  samlIdpEntityId: string | null;
+  samlSsoUrl: string | null;
+  updatedAt: Date;
+}
+
+/** The settings the sign-in needs, the secret unsealed: never leaves the sso module. */
+export interface SsoSettings {
+  accountId: string;
+  protocol: SsoProtocol;
+  displayName: string;
+  requireSso: boolean;
+  jit: boolean;
+  oidc?: { issuer: string; clientId: string; clientSecret: string | undefined };
+  saml?: { idpEntityId: string; ssoUrl: string; certificates: string[] };
+}
+
+/** The client secret is sealed with its own derived key, like the authorization server's secrets. */
+export function ssoSecretSealer(serverSecret: Buffer): Sealer {
+  return new Sealer(serverSecret, 'sso-client-secrets');
+}
+
+function httpUrl(value: string, what: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidInputError(`${what} must be an absolute URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new InvalidInputError(`${what} must be an http(s) URL`);
+  return url.href.replace(/\/$/, '');
+}
+
+/** Configures, shows and removes an account's identity provider. */
+export class SsoService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly transactions: TransactionRunner,
+    private readonly sealer: Sealer,
+  ) {}
+
+  async configure(input: ConfigureSsoInput): Promise<SsoConfiguration> {
+    if (Boolean(input.oidc) === Boolean(input.samlMetadataXml)) throw new InvalidInputError('configure exactly one provider: OIDC (issuer, client id, secret) or SAML metadata');
+    const oidc = input.oidc && {
+      issuer: httpUrl(input.oidc.issuer.trim(), 'the OIDC issuer'),
+      clientId: input.oidc.clientId.trim(),
+      secret: input.oidc.clientSecret,
+    };
+    if (oidc && (!oidc.clientId || oidc.clientId.length > 255)) throw new InvalidInputError('the OIDC client id must be 1 to 255 characters');
+    const saml = input.samlMetadataXml !== undefined ? parseIdentityProviderMetadata(input.samlMetadataXml) : undefined;
+    const displayName = (input.displayName?.trim() || new URL(oidc?.issuer ?? saml!.ssoUrl).hostname).slice(0, 100);
+    return this.transactions.run(this.em, async (tx) => {
+      const [account] = await tx.execute<{ id: string }[]>('select id from accounts where id = ?', [input.accountId]);
+      if (!account) throw new NotFoundError('account');
+      const existing = await tx.findOne(SsoConfiguration, { accountId: input.accountId });
+      const configuration = existing ?? tx.create(SsoConfiguration, { accountId: input.accountId, protocol: oidc ? 'oidc' : 'saml', displayName });
+      Object.assign(configuration, {
+        protocol: oidc ? 'oidc' : 'saml',
+        displayName,
+        requireSso: input.requireSso,
+        jit: input.jit,
+        oidcIssuer: oidc?.issuer ?? null,
+        oidcClientId: oidc?.clientId ?? null,
+        oidcClientSecretSealed: oidc?.secret ? this.sealer.seal(oidc.secret) : null,
+        samlIdpEntityId: saml?.entityId ?? null,
+        samlSsoUrl: saml?.ssoUrl ?? null,
+        samlIdpCertificates: saml?.certificates ?? null,
+        updatedAt: new Date(),
+      } satisfies Partial<SsoConfiguration>);
+      await tx.persist(configuration).flush();
+      return configuration;
+    }, 'sso.configure');
+  }
+
+  /** The configuration as an administrator may see it: everything but the secret. */
+  async show(accountId: string): Promise<SsoConfigurationSummary | null> {
+    const configuration = await this.em.fork().findOne(SsoConfiguration, { accountId }, { populate: ['oidcClientSecretSealed'] });
+    if (!configuration) return null;
+    return {
+      protocol: configuration.protocol,
+      displayName: configuration.displayName,
+      requireSso: configuration.requireSso,
+      jit: configuration.jit,
+      oidcIssuer: configuration.oidcIssuer,
+      oidcClientId: configuration.oidcClientId,
+      oidcClientSecretStored: configuration.oidcClientSecretSealed !== null,
+      samlIdpEntityId: configuration.samlIdpEntityId,
+      samlSsoUrl: configuration.samlSsoUrl,
+      updatedAt: configuration.updatedAt,
+    };
+  }
+
+  /** Removes the provider: the account's users sign in with passwords again. */
+  async disable(accountId: string): Promise<boolean> {
+    return this.transactions.run(this.em, async (tx) => {
+      const removed = await tx.nativeDelete(SsoConfiguration, { accountId });
+      await tx.execute('delete from sso_round_trips where account_id = ?', [accountId]);
+      return removed > 0;
+    }, 'sso.disable');
+  }
+
+  /** The sign-in's view of the configuration, secret unsealed. */
+  async settings(accountId: string): Promise<SsoSettings | undefined> {
+    const configuration = await this.em.fork().findOne(SsoConfiguration, { accountId }, { populate: ['oidcClientSecretSealed'] });
+    if (!configuration) return undefined;
+    return {
+      accountId,
+      protocol: configuration.protocol,
+      displayName: configuration.displayName,
+      requireSso: configuration.requireSso,
+      jit: configuration.jit,
+      oidc: configuration.protocol === 'oidc'
+        ? { issuer: configuration.oidcIssuer!, clientId: configuration.oidcClientId!, clientSecret: configuration.oidcClientSecretSealed ? this.sealer.unseal(configuration.oidcClientSecretSealed) : undefined }
+        : undefined,
+      saml: configuration.protocol === 'saml'
+        ? { idpEntityId: configuration.samlIdpEntityId!, ssoUrl: configuration.samlSsoUrl!, certificates: configuration.samlIdpCertificates ?? [] }
+        : undefined,
+    };
+  }
+}

@@ -1,0 +1,245 @@
+import express, { type Request, type Response, type Router } from 'express';
+import * as oidc from 'openid-client';
+import { SAML, ValidateInResponseTo, type CacheProvider } from '@node-saml/node-saml';
+import type { HttpRouteDeps } from '../app/feature.js';
+import { digestSecret, newSecretToken } from '../auth/secrets.js';
+import type { InteractionFinisher, SignInMethod } from '../auth/sign-in-method.js';
+import { NotFoundError } from '../errors/domain-errors.js';
+import { Sealer } from '../oauth-server/sealing.js';
+import { USER_FIELD_LIMITS } from '../users/user.validation.js';
+import { SSO_PATHS, oidcRedirectUri, samlAssertionConsumerUrl, samlEntityId } from './sso.endpoints.js';
+import { userForAssertedIdentity, type AssertedIdentity } from './sso.matching.js';
+import { SsoService, ssoSecretSealer, type SsoSettings } from './sso.service.js';
+
+/** A round trip to the provider must come back within this; then its state is refused. */
+const ROUND_TRIP_SECONDS = 10 * 60;
+const EMAIL_NAME_ID = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
+const PLAUSIBLE_EMAIL = /^[^\s@]+@[^\s@]+$/;
+/** Discovery documents are re-read after this, so a provider's key rotation is picked up. */
+const DISCOVERY_TTL_MS = 10 * 60_000;
+
+const EXPIRED = ['Sign-in expired', 'This sign-in has expired or was already used. Go back to the app and start again.'] as const;
+const REFUSED = ['Sign-in refused', 'The answer from your identity provider could not be accepted. Go back to the app and start again.'] as const;
+const NO_ACCESS = ['Sign-in refused', 'Your identity provider signed you in, but that identity has no access here. Ask your administrator.'] as const;
+
+/** Why a returning answer is refused; logged (never shown) so an operator can tell the cases apart. */
+class Refusal extends Error {
+  constructor(readonly page: readonly [string, string], readonly status: number, reason: string) {
+    super(reason);
+  }
+}
+
+interface RoundTrip {
+  account_id: string;
+  interaction_uid: string;
+  oidc_nonce: string | null;
+  oidc_code_verifier_sealed: string | null;
+  saml_request_id: string | null;
+}
+
+function isLoopback(url: URL): boolean {
+  return ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+}
+
+function assertedEmail(value: unknown): string {
+  if (typeof value !== 'string' || value.length > USER_FIELD_LIMITS.email.max || !PLAUSIBLE_EMAIL.test(value)) {
+    throw new Refusal(REFUSED, 401, 'the provider asserted no usable email');
+  }
+  return value;
+}
+
+/**
+ * Single sign-on as a sign-in method of the authorization server: the round trip to the account's
+ * identity provider (OIDC with PKCE, state and nonce; SAML with RelayState and InResponseTo), each
+ * bound to one interaction and usable once, and the verified identity matched to a user.
+ */
+export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
+  const { database, logger } = deps;
+  const apiUrl = deps.runtime.urls.api;
+  const sealer = ssoSecretSealer(deps.runtime.serverSecret);
+  const verifierSealer = new Sealer(deps.runtime.serverSecret, 'sso-round-trips');
+  const service = () => new SsoService(database.em(), database.transactions, sealer);
+  const discovered = new Map<string, { at: number; config: Promise<oidc.Configuration> }>();
+
+  function oidcConfiguration(settings: NonNullable<SsoSettings['oidc']>): Promise<oidc.Configuration> {
+    const key = `${settings.issuer}\n${settings.clientId}\n${digestSecret(settings.clientSecret ?? '')}`;
+    const cached = discovered.get(key);
+    if (cached && Date.now() - cached.at < DISCOVERY_TTL_MS) return cached.config;
+    const issuer = new URL(settings.issuer);
+    const auth = settings.clientSecret ? oidc.ClientSecretBasic(settings.clientSecret) : oidc.None();
+    // The ID token's signature is checked against the provider's published keys too, not only
+    // trusted because it came over TLS from the token endpoint (the library's default).
+    // Plain http only for a provider on this machine (a test's); anything else must be https.
+    const execute = isLoopback(issuer) ? [oidc.enableNonRepudiationChecks, oidc.allowInsecureRequests] : [oidc.enableNonRepudiationChecks];
+    const config = oidc.discovery(issuer, settings.clientId, undefined, auth, { execute });
+    config.catch(() => discovered.delete(key));
+    discovered.set(key, { at: Date.now(), config });
+    return config;
+  }
+
+  function samlFor(accountId: string, settings: NonNullable<SsoSettings['saml']>, cacheProvider: CacheProvider): SAML {
+    const entityId = samlEntityId(apiUrl, accountId);
+    return new SAML({
+      entryPoint: settings.ssoUrl,
+      issuer: entityId,
+      audience: entityId,
+      callbackUrl: samlAssertionConsumerUrl(apiUrl),
+      idpCert: settings.certificates,
+      idpIssuer: settings.idpEntityId,
+      wantAssertionsSigned: true,
+      wantAuthnResponseSigned: false,
+      validateInResponseTo: ValidateInResponseTo.always,
+      requestIdExpirationPeriodMs: ROUND_TRIP_SECONDS * 1000,
+      acceptedClockSkewMs: 60_000,
+      identifierFormat: EMAIL_NAME_ID,
+      disableRequestedAuthnContext: true,
+      cacheProvider,
+    });
+  }
+
+  async function requiredSettings(accountId: string): Promise<SsoSettings> {
+    const settings = await service().settings(accountId);
+    if (!settings) throw new NotFoundError('single sign-on configuration');
+    return settings;
+  }
+
+  /** Marks the round trip used and returns it, or refuses: unknown, expired and replayed look alike. */
+  async function takeRoundTrip(state: unknown, protocol: 'oidc' | 'saml'): Promise<RoundTrip> {
+    if (typeof state !== 'string' || state.length === 0 || state.length > 200) throw new Refusal(EXPIRED, 400, 'no state');
+    const em = database.em();
+    const [trip] = await database.transactions.run(em, (tx) => tx.execute<RoundTrip[]>(
+      `update sso_round_trips set used_at = now()
+        where state_digest = ? and protocol = ? and used_at is null and expires_at > now()
+        returning account_id, interaction_uid, oidc_nonce, oidc_code_verifier_sealed, saml_request_id`,
+      [digestSecret(state), protocol],
+    ), 'sso.take-round-trip');
+    if (!trip) throw new Refusal(EXPIRED, 400, 'unknown, expired or already used state');
+    return trip;
+  }
+
+  async function signInWith(trip: RoundTrip, identity: AssertedIdentity, finisher: InteractionFinisher, res: Response): Promise<void> {
+    const settings = await requiredSettings(trip.account_id).catch(() => { throw new Refusal(REFUSED, 401, 'the account has no provider any more'); });
+    const em = database.em();
+    const userId = await database.transactions.run(em, (tx) => userForAssertedIdentity(tx, trip.account_id, identity, settings.jit), 'sso.sign-in');
+    if (!userId) throw new Refusal(NO_ACCESS, 403, 'no eligible user for the asserted email');
+    const resumeAt = await finisher.signedIn(trip.interaction_uid, trip.account_id, userId);
+    if (!resumeAt) throw new Refusal(EXPIRED, 400, 'the interaction no longer waits for a sign-in');
+    logger.info({ accountId: trip.account_id, userId, protocol: settings.protocol, provider: settings.displayName }, 'single sign-on');
+    res.redirect(303, resumeAt);
+  }
+
+  function returnHandler(protocol: 'oidc' | 'saml', finisher: InteractionFinisher, verify: (req: Request, trip: RoundTrip) => Promise<AssertedIdentity>, stateOf: (req: Request) => unknown) {
+    return async (req: Request, res: Response) => {
+      try {
+        const trip = await takeRoundTrip(stateOf(req), protocol);
+        let identity: AssertedIdentity;
+        try {
+          identity = await verify(req, trip);
+        } catch (error) {
+          if (error instanceof Refusal) throw error;
+          throw new Refusal(REFUSED, 401, error instanceof Error ? error.message.slice(0, 300) : 'verification failed');
+        }
+        await signInWith(trip, identity, finisher, res);
+      } catch (error) {
+        if (!(error instanceof Refusal)) throw error;
+        logger.warn({ protocol, reason: error.message }, 'single sign-on refused');
+        finisher.problem(res, error.status, error.page[0], error.page[1]);
+      }
+    };
+  }
+
+  return {
+    name: 'sso',
+
+    async offerFor(accountId) {
+      const configuration = await service().show(accountId);
+      return configuration ? { label: configuration.displayName, passwordAllowed: !configuration.requireSso } : undefined;
+    },
+
+    async begin({ interactionUid, accountId, loginHint }) {
+      const settings = await requiredSettings(accountId);
+      const state = newSecretToken(32);
+      const trip = { state_digest: digestSecret(state), account_id: accountId, interaction_uid: interactionUid, protocol: settings.protocol, oidc_nonce: null as string | null, oidc_code_verifier_sealed: null as string | null, saml_request_id: null as string | null };
+      let url: string;
+      if (settings.oidc) {
+        const config = await oidcConfiguration(settings.oidc);
+        const verifier = oidc.randomPKCECodeVerifier();
+        trip.oidc_nonce = oidc.randomNonce();
+        trip.oidc_code_verifier_sealed = verifierSealer.seal(verifier);
+        url = oidc.buildAuthorizationUrl(config, {
+          redirect_uri: oidcRedirectUri(apiUrl),
+          scope: 'openid email profile',
+          state,
+          nonce: trip.oidc_nonce,
+          code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+          code_challenge_method: 'S256',
+          ...(loginHint ? { login_hint: loginHint } : {}),
+        }).href;
+      } else {
+        let requestId: string | null = null;
+        const capture: CacheProvider = {
+          saveAsync: async (key, value) => { requestId = key; return { value, createdAt: Date.now() }; },
+          getAsync: async () => null,
+          removeAsync: async () => null,
+        };
+        url = await samlFor(accountId, settings.saml!, capture).getAuthorizeUrlAsync(state, undefined, {});
+        if (!requestId) throw new Error('the SAML request got no id');
+        trip.saml_request_id = requestId;
+      }
+      const em = database.em();
+      await database.transactions.run(em, async (tx) => {
+        await tx.execute('delete from sso_round_trips where expires_at < now()');
+        await tx.execute(
+          `insert into sso_round_trips (state_digest, account_id, interaction_uid, protocol, oidc_nonce, oidc_code_verifier_sealed, saml_request_id, expires_at)
+           values (?, ?, ?, ?, ?, ?, ?, now() + make_interval(secs => ?))`,
+          [trip.state_digest, trip.account_id, trip.interaction_uid, trip.protocol, trip.oidc_nonce, trip.oidc_code_verifier_sealed, trip.saml_request_id, ROUND_TRIP_SECONDS],
+        );
+      }, 'sso.begin');
+      return url;
+    },
+
+    returnRoutes(router: Router, finisher: InteractionFinisher) {
+      router.get(SSO_PATHS.oidcCallback, deps.limitPerAddress, returnHandler('oidc', finisher, async (req, trip) => {
+        if (typeof req.query.error === 'string') throw new Refusal(REFUSED, 403, 'the provider answered with an error');
+        const settings = await requiredSettings(trip.account_id);
+        if (!settings.oidc || !trip.oidc_code_verifier_sealed || !trip.oidc_nonce) throw new Refusal(REFUSED, 401, 'the provider changed since the round trip began');
+        const query = req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?')) : '';
+        const currentUrl = new URL(`${oidcRedirectUri(apiUrl)}${query}`);
+        const tokens = await oidc.authorizationCodeGrant(await oidcConfiguration(settings.oidc), currentUrl, {
+          pkceCodeVerifier: verifierSealer.unseal(trip.oidc_code_verifier_sealed),
+          expectedState: String(req.query.state),
+          expectedNonce: trip.oidc_nonce,
+          idTokenExpected: true,
+        });
+        const claims = tokens.claims();
+        // Entra ID says "verified" as xms_edov (email domain owner verified), not email_verified.
+        if (!claims || (claims.email_verified !== true && claims.xms_edov !== true)) throw new Refusal(REFUSED, 401, 'the ID token has no verified email');
+        return { email: assertedEmail(claims.email), name: typeof claims.name === 'string' ? claims.name : undefined };
+      }, (req) => req.query.state));
+
+      router.post(
+        SSO_PATHS.samlAssertionConsumer,
+        deps.limitPerAddress,
+        express.urlencoded({ extended: false, limit: '512kb', parameterLimit: 10 }),
+        returnHandler('saml', finisher, async (req, trip) => {
+          const settings = await requiredSettings(trip.account_id);
+          const response = req.body?.SAMLResponse;
+          if (!settings.saml || !trip.saml_request_id || typeof response !== 'string') throw new Refusal(REFUSED, 401, 'no SAML response for this round trip');
+          // InResponseTo must be the request this round trip sent, and nothing else. The library
+          // reads the value as the request's instant; the round trip's own expiry already bounds it.
+          const expected: CacheProvider = {
+            saveAsync: async () => null,
+            getAsync: async (key) => (key === trip.saml_request_id ? new Date().toISOString() : null),
+            removeAsync: async () => null,
+          };
+          const { profile } = await samlFor(trip.account_id, settings.saml, expected).validatePostResponseAsync({ SAMLResponse: response });
+          // The library checks the issuer of logout messages only: the assertion's is checked here.
+          if (!profile || profile.issuer !== settings.saml.idpEntityId) throw new Refusal(REFUSED, 401, 'the assertion is from another issuer');
+          if (profile.nameIDFormat !== EMAIL_NAME_ID) throw new Refusal(REFUSED, 401, 'the assertion names no email');
+          const name = typeof profile.displayName === 'string' ? profile.displayName : undefined;
+          return { email: assertedEmail(profile.nameID), name };
+        }, (req) => req.body?.RelayState),
+      );
+    },
+  };
+}
