@@ -9,9 +9,16 @@ export interface TransactionPolicy {
   /**
    * The connections already carry `lock_timeout = lockTimeoutMs` (a startup parameter of every
    * pooled PostgreSQL connection), so a transaction needs no `SET LOCAL` round trip of its own.
-   * False where connections cannot be given it (embedded PGlite) or may hold another value.
+   * False where connections cannot be given it (embedded PGlite, a transaction-pooling PgBouncer)
+   * or may hold another value.
    */
   lockTimeoutOnConnection?: boolean;
+  /**
+   * Set (`SET LOCAL`, with the lock timeout, one statement) at the start of every write transaction:
+   * behind a transaction pooler no connection carries it, and only what a transaction sets for
+   * itself is certain to hold for its statements.
+   */
+  statementTimeoutMs?: number;
   /** Attempts in all (the first run included) when PostgreSQL reports a deadlock or a serialization failure. */
   maxAttempts: number;
   /** The backoff before attempt n is drawn uniformly from [0, min(maxBackoffMs, baseBackoffMs * 2^(n-2))]. */
@@ -60,7 +67,7 @@ export function sqlStateOf(error: unknown): string | undefined {
 /**
  * The one way a write reaches the database. `run(em, work)` executes `work` in a transaction on a
  * clear fork of `em` (so a re-run starts from an empty identity map, never from the previous run's
- * half-applied entities), under `lock_timeout` (the connection's, else `SET LOCAL`). A deadlock or serialization failure rolls
+ * half-applied entities), under `lock_timeout` (the connection's, else `SET LOCAL`; also `statement_timeout` behind a transaction pooler). A deadlock or serialization failure rolls
  * it back and runs it again, up to `maxAttempts`, after a jittered backoff; `work` must therefore
  * have no side effects outside the transaction. Exhausted retries and a lock timeout end as
  * `ServiceUnavailableError` (the documented 503 busy answer), never as an internal error.
@@ -77,25 +84,45 @@ export class TransactionRunner {
   ) {
     if (!Number.isSafeInteger(policy.lockTimeoutMs) || policy.lockTimeoutMs < 1) throw new RangeError('lockTimeoutMs must be a positive integer');
     if (!Number.isSafeInteger(policy.maxAttempts) || policy.maxAttempts < 1) throw new RangeError('maxAttempts must be a positive integer');
+    if (policy.statementTimeoutMs !== undefined && (!Number.isSafeInteger(policy.statementTimeoutMs) || policy.statementTimeoutMs < 0)) throw new RangeError('statementTimeoutMs must be a non-negative integer');
+    this.transactionSettings = transactionSettingsStatement(policy);
+  }
+
+  private readonly transactionSettings: string | undefined;
+
+  /**
+   * Runs after every outermost transaction that committed, before `run` returns: where a write
+   * leaves what later reads must respect (the commit's WAL position, for read replicas).
+   */
+  private afterCommit: ((em: EntityManager) => Promise<void>) | undefined;
+
+  /** The same runner, calling `hook` after each commit (set once, when the database opens). */
+  withAfterCommit(hook: (em: EntityManager) => Promise<void>): TransactionRunner {
+    const runner = new TransactionRunner(this.policy, this.observers, this.random);
+    runner.afterCommit = hook;
+    return runner;
   }
 
   /** The same policy, also reporting to `observer` (e.g. one that logs with a request's id). */
   observedBy(observer: TransactionObserver): TransactionRunner {
-    return new TransactionRunner(this.policy, [...this.observers, observer], this.random);
+    const runner = new TransactionRunner(this.policy, [...this.observers, observer], this.random);
+    runner.afterCommit = this.afterCommit;
+    return runner;
   }
 
   async run<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>, label = 'write'): Promise<T> {
     if (em.isInTransaction()) return work(em);
     for (let attempt = 1; ; attempt++) {
       try {
-        return await em.transactional(
+        const result = await em.transactional(
           async (tx) => {
-            // An integer validated at start: safe to inline (SET takes no bind parameters).
-            if (!this.policy.lockTimeoutOnConnection) await tx.execute(`set local lock_timeout = ${this.policy.lockTimeoutMs}`, [], 'run');
+            if (this.transactionSettings) await tx.execute(this.transactionSettings, [], 'run');
             return work(tx);
           },
           { clear: true },
         );
+        await this.afterCommit?.(em);
+        return result;
       } catch (error) {
         const sqlState = sqlStateOf(error);
         if (sqlState === LOCK_NOT_AVAILABLE) {
@@ -129,4 +156,14 @@ export class TransactionRunner {
       }
     }
   }
+}
+
+/** The `SET LOCAL` equivalents a write transaction starts with; none when its connection carries them. */
+function transactionSettingsStatement(policy: TransactionPolicy): string | undefined {
+  // Integers validated in the constructor: safe to inline (SET takes no bind parameters).
+  const settings = [
+    ...(policy.lockTimeoutOnConnection ? [] : [`set_config('lock_timeout', '${policy.lockTimeoutMs}ms', true)`]),
+    ...(policy.statementTimeoutMs === undefined ? [] : [`set_config('statement_timeout', '${policy.statementTimeoutMs}ms', true)`]),
+  ];
+  return settings.length ? `select ${settings.join(', ')}` : undefined;
 }

@@ -194,12 +194,16 @@ export class UserReads {
     return userRows(this.reads.rows<UserRow>(sql, params, options));
   }
 
-  /** A live user of the caller's account; another account's id is indistinguishable from a missing one. */
+  /**
+   * A live user of the caller's account; another account's id is indistinguishable from a missing
+   * one. A presenting read: a replica may serve it (never to the credential that just wrote).
+   */
   async get(id: string, fields: Iterable<string>): Promise<UserRow> {
     const [user] = PUBLIC_ID_PATTERN.test(id)
       ? await this.rows(
           `select ${userSelectList(fields)} from users where id = ? and account_id = ? and deleted_at is null`,
           [id, this.principal.accountId],
+          { replica: true },
         )
       : [];
     if (!user) throw new NotFoundError('user');
@@ -215,7 +219,7 @@ export class UserReads {
 
   /**
    * One page in (name, id) order (userListStatements); nothing runs until the connection's fields
-   * ask for rows or the count. Listings may read from a replica.
+   * ask for rows or the count. A replica may serve them.
    */
   list(options: UserListOptions, fields: Iterable<string>): UserRowPage {
     const statement = userListStatements(this.principal.accountId, options, fields);
