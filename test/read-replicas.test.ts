@@ -7,7 +7,15 @@ import pg from 'pg';
 import { databasePresentingReads } from '../src/observability/metrics.js';
 import { issueDelegation } from '../src/oauth-delegations/oauth-delegation.service.js';
 import { parseLsn, type Replica } from '../src/db/replicas.js';
-import { startHarness, type Credential, type Harness } from './support/harness.js';
+import { randomBytes } from 'node:crypto';
+import supertest from 'supertest';
+import { allEntities } from '../src/app/features.js';
+import { createApp } from '../src/app/app.js';
+import { createRateLimiter } from '../src/auth/rate-limit.js';
+import { openDatabase } from '../src/db/database.js';
+import { sharedRecentWrites } from '../src/db/recent-writes.js';
+import { createLogger } from '../src/logging/logger.js';
+import { startHarness, TEST_SETTINGS, type Credential, type Harness } from './support/harness.js';
 
 /**
  * Against the streaming replica of scripts/topology.sh (TEST_REPLICA_URL: the replica server of
@@ -16,6 +24,10 @@ import { startHarness, type Credential, type Harness } from './support/harness.j
  * the test needs. Without that topology the tests report as skipped, with the reason in their name.
  */
 const replicaServer = process.env.TEST_REPLICA_URL;
+const redisUrl = process.env.TEST_REDIS_URL;
+/** Recent writes shared as a deployment of several instances shares them (in memory without Redis). */
+const recentWrites = redisUrl ? (windowMs: number) => sharedRecentWrites(redisUrl, windowMs, 500) : undefined;
+const REPLICA_OPTIONS = { replicaMaxLagMs: 120_000, replicaProbeIntervalMs: 100, recentWrites };
 const execFileAsync = promisify(execFile);
 const topologyScript = path.resolve(import.meta.dirname, '../scripts/topology.sh');
 
@@ -36,6 +48,8 @@ async function whyNoReplica(): Promise<string | undefined> {
 
 const skipReason = await whyNoReplica();
 const describeWithReplica = skipReason ? describe.skip : describe;
+// Jest names no test of a suite skipped whole: the reason goes to the run's output here.
+if (skipReason) process.stderr.write(`read replicas: skipped, ${skipReason}\n`);
 const title = (name: string) => (skipReason ? `${name} (skipped: ${skipReason})` : name);
 
 /** Runs `sql` on the replica server, in `database` (its own `postgres` database unless given). */
@@ -81,7 +95,7 @@ describeWithReplica(title('read replicas (streaming, scripts/topology.sh)'), () 
 
   beforeAll(async () => {
     // A lag bound longer than any test here: a paused replica keeps serving, as a slow one within the bound would.
-    h = await startHarness({ replicaServers: [replicaServer!], replicaMaxLagMs: 120_000, replicaProbeIntervalMs: 100 });
+    h = await startHarness({ replicaServers: [replicaServer!], ...REPLICA_OPTIONS });
     replica = h.database.readRouting!.replicas.replicas[0]!;
     await caughtUp();
   });
@@ -151,6 +165,51 @@ describeWithReplica(title('read replicas (streaming, scripts/topology.sh)'), () 
       expect((await h.rest('get', `/users/${existing.id}`, { key: other })).body.user.name).toBe('After Rename');
     } finally {
       if (!resumed) await resumeReplay();
+    }
+  });
+
+  (redisUrl ? test : test.skip)('with replay paused, a write answered by one instance is read back through another (the window is shared through Redis, no sticky sessions)', async () => {
+    const secondDatabase = await openDatabase({
+      databaseUrl: h.database.url,
+      replicaUrls: [Object.assign(new URL(replicaServer!), { pathname: new URL(h.database.url!).pathname }).toString()],
+      ...REPLICA_OPTIONS,
+      dataDir: undefined,
+      entities: allEntities(),
+      poolMax: 2,
+    });
+    const logger = createLogger({ logLevel: 'silent' });
+    const rateLimiter = createRateLimiter({ perMinute: 1_000_000, logger });
+    const second = await createApp({ settings: TEST_SETTINGS, database: secondDatabase, logger, serverSecret: randomBytes(32), rateLimiter });
+    try {
+      const secondReplica = secondDatabase.readRouting!.replicas.replicas[0]!;
+      const account = await h.createAccount();
+      const writer = account.key as { token: string };
+      await caughtUp();
+      await until('the second instance sees the replica', async () => {
+        await secondDatabase.readRouting!.replicas.probe();
+        return secondReplica.up;
+      });
+      await pauseReplay();
+      try {
+        const created = await h.rest('post', '/users', { key: writer, body: { user: { name: 'Written Elsewhere', email: 'elsewhere@example.com' } } });
+        expect(created.status).toBe(201);
+        const readBack = await supertest(second.app)
+          .get(`/users/${created.body.user.id}`)
+          .set({ Accept: 'application/vnd.pagerduty+json;version=2', Authorization: `Token token=${writer.token}` });
+        expect([readBack.status, readBack.body.user?.name]).toEqual([200, 'Written Elsewhere']);
+        // The second instance's replica has not replayed the write: only the shared window sent the read to the primary.
+        const other = (await h.accountKey(account)) as { token: string };
+        const unseen = await supertest(second.app)
+          .get(`/users/${created.body.user.id}`)
+          .set({ Accept: 'application/vnd.pagerduty+json;version=2', Authorization: `Token token=${other.token}` });
+        expect(unseen.status).toBe(404);
+      } finally {
+        await resumeReplay();
+      }
+    } finally {
+      await second.stop();
+      await rateLimiter.close();
+      await secondDatabase.close();
     }
   });
 
