@@ -213,6 +213,50 @@ describeWithReplica(title('read replicas (streaming, scripts/topology.sh)'), () 
     }
   });
 
+  test('a replica lagging past DATABASE_REPLICA_MAX_LAG_MS is skipped (reads go to the primary), and used again once it has caught up', async () => {
+    const MAX_LAG_MS = 400;
+    const strict = await startHarness({ replicaServers: [replicaServer!], ...REPLICA_OPTIONS, replicaMaxLagMs: MAX_LAG_MS });
+    try {
+      const strictReplica = strict.database.readRouting!.replicas.replicas[0]!;
+      const account = await strict.createAccount();
+      const reader = await strict.accountKey(account, { readOnly: true });
+      const writer: Credential = account.key;
+      await until('the replica is up and not behind', async () => {
+        await strict.database.readRouting!.replicas.probe();
+        return strictReplica.up && strictReplica.lagMs === 0;
+      });
+      // An idle primary is no lag: nothing written means nothing missing, however long ago the last commit was.
+      await sleep(3 * MAX_LAG_MS);
+      await strict.database.readRouting!.replicas.probe();
+      expect(strictReplica.lagMs).toBe(0);
+      await pauseReplay();
+      try {
+        const created = await strict.rest('post', '/users', { key: writer, body: { user: { name: 'Behind The Lag', email: 'lag@example.com' } } });
+        expect(created.status).toBe(201);
+        await until('the replica is past the lag bound', async () => {
+          await strict.database.readRouting!.replicas.probe();
+          return strictReplica.lagMs > MAX_LAG_MS;
+        });
+        const skippedBefore = await readsBy('primary', 'no_replica');
+        // The reader wrote nothing: only the lag bound keeps it off the replica, which has not replayed the user.
+        const shown = await strict.rest('get', `/users/${created.body.user.id}`, { key: reader });
+        expect([shown.status, shown.body.user?.name]).toEqual([200, 'Behind The Lag']);
+        expect(await readsBy('primary', 'no_replica')).toBeGreaterThan(skippedBefore);
+      } finally {
+        await resumeReplay();
+      }
+      await until('the replica is back within the bound', async () => {
+        await strict.database.readRouting!.replicas.probe();
+        return strictReplica.up && strictReplica.lagMs <= MAX_LAG_MS;
+      });
+      const servedBefore = await readsBy(strictReplica.name, 'replica');
+      expect((await strict.rest('get', '/users?limit=25', { key: reader })).status).toBe(200);
+      expect(await readsBy(strictReplica.name, 'replica')).toBeGreaterThan(servedBefore);
+    } finally {
+      await strict.close();
+    }
+  });
+
   test('the replica stopped mid-load: no 5xx, reads move to the primary, and return to the replica when it is back', async () => {
     const account = await h.createAccount();
     await h.createUser(account, { name: 'Listed Person' });
