@@ -117,9 +117,14 @@ start_bouncer() {
   if bouncer_running; then return 0; fi
   mkdir -p "$BOUNCER_DIR"
   # Every database of the primary (`*`), as the connecting user; trust like the primary itself.
+  # Through the primary's Unix socket when it has one here: one TCP hop less per statement.
+  local server_host socket_dir
+  socket_dir=$(primary_sql 'show unix_socket_directories' | cut -d, -f1)
+  server_host=$HOST
+  if [ -n "$socket_dir" ] && [ -S "$socket_dir/.s.PGSQL.$PRIMARY_PORT" ]; then server_host=$socket_dir; fi
   cat >"$BOUNCER_DIR/pgbouncer.ini" <<EOF
 [databases]
-* = host=$HOST port=$PRIMARY_PORT
+* = host=$server_host port=$PRIMARY_PORT
 
 [pgbouncer]
 listen_addr = $HOST
