@@ -102,6 +102,21 @@ start_replica() {
   log "starting the replica on $HOST:$REPLICA_PORT"
   as_postgres "$PG_BIN/pg_ctl" -D "$REPLICA_DIR" -l "$STATE_DIR/replica.log" -w -t 60 start >/dev/null
   wait_ready "$REPLICA_PORT" "the replica"
+  wait_streaming
+}
+
+# A replica stopped for long may need WAL the primary has recycled: it then never streams again,
+# and a fresh base backup is the way back.
+wait_streaming() {
+  for _ in $(seq 1 30); do
+    [ "$(replica_sql "select count(*) from pg_stat_wal_receiver where status = 'streaming'")" = 1 ] && return 0
+    sleep 0.5
+  done
+  if [ "${REBUILT:-0}" = 1 ]; then log "the replica does not stream from the primary (see $STATE_DIR/replica.log)"; return 1; fi
+  log "the replica does not stream (WAL it needs may be gone): taking a fresh base backup"
+  stop_replica
+  rm -f "$REPLICA_DIR/standby.signal"
+  REBUILT=1 start_replica
 }
 
 stop_replica() {
