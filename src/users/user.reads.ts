@@ -198,23 +198,27 @@ export class UserReads {
    * A live user of the caller's account; another account's id is indistinguishable from a missing
    * one. A presenting read: a replica may serve it (never to the credential that just wrote).
    */
-  async get(id: string, fields: Iterable<string>): Promise<UserRow> {
-    const [user] = PUBLIC_ID_PATTERN.test(id)
-      ? await this.rows(
-          `select ${userSelectList(fields)} from users where id = ? and account_id = ? and deleted_at is null`,
-          [id, this.principal.accountId],
-          { replica: true },
-        )
-      : [];
-    if (!user) throw new NotFoundError('user');
-    return user;
+  get(id: string, fields: Iterable<string>): Promise<UserRow> {
+    return this.live(id, fields, { replica: true });
   }
 
+  /**
+   * The caller's own user, from the primary: authentication has just found it there, and a replica
+   * that has not replayed a new user yet must not answer that the signed-in user does not exist.
+   */
   viewer(fields: Iterable<string>): Promise<UserRow> {
     if (!isUserPrincipal(this.principal)) {
       throw new InvalidInputError('This request requires user-level credentials (a user API key or OAuth token); an account API key has no current user.');
     }
-    return this.get(this.principal.userId, fields);
+    return this.live(this.principal.userId, fields, { replica: false });
+  }
+
+  private async live(id: string, fields: Iterable<string>, options: { replica: boolean }): Promise<UserRow> {
+    const [user] = PUBLIC_ID_PATTERN.test(id)
+      ? await this.rows(`select ${userSelectList(fields)} from users where id = ? and account_id = ? and deleted_at is null`, [id, this.principal.accountId], options)
+      : [];
+    if (!user) throw new NotFoundError('user');
+    return user;
   }
 
   /**
