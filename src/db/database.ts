@@ -72,7 +72,7 @@ export interface Database {
   em(): EntityManager;
   /** Every write goes through it: lock timeout, bounded retries of deadlocks and serialization failures. */
   transactions: TransactionRunner;
-  /** With read replicas: where each request's presenting reads go (the app wraps every request in it). */
+  /** With read replicas: where each request's presenting reads go (the app attaches every request's entity manager to it). */
   readRouting?: ReadRouting;
   migrate(): Promise<string[]>;
   ping(): Promise<void>;
@@ -115,9 +115,9 @@ export function baseOrmOptions(entities: Function[], onQuery?: (sql: string) => 
 }
 
 /**
- * Replicas serve only the reads that ask for them (`connectionType: 'read'`, used by listings);
- * everything else, credential look-ups and every read a write depends on included, uses the
- * primary, so a revoked token is never accepted from a lagging replica.
+ * Replicas get a pool each here but serve only what src/db/read-routing.ts sends them (presenting
+ * reads outside writes); everything else, credential look-ups and every read a write depends on
+ * included, uses the primary, so a revoked token is never accepted from a lagging replica.
  */
 export interface PostgresConnectionOptions {
   poolMax?: number;
