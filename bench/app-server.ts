@@ -2,6 +2,8 @@
 // (createApp: request id, CORS, access log, authentication, rate limit, envelope, GraphQL
 // execution) on the benchmark database. The access log is written (to /dev/null) like in
 // production, at level info. With BENCH_COUNT_STATEMENTS=1 it counts the SQL statements it runs.
+// BENCH_DATABASE_POOLER and BENCH_REPLICA_URLS (bench/scale-out.ts) set DATABASE_POOLER and
+// DATABASE_REPLICA_URLS as the server reads them.
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -12,6 +14,7 @@ import { createApp } from '../src/app/app.js';
 import { openDatabase } from '../src/db/database.js';
 import { createLogger } from '../src/logging/logger.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
+import type { DatabasePooler } from '../src/db/pooler.js';
 import { BENCH_URLS } from './settings.js';
 
 let statements = 0;
@@ -22,6 +25,8 @@ const database = await openDatabase({
   entities: allEntities(),
   commitHooks: allCommitHooks(),
   poolMax: 10,
+  pooler: (process.env.BENCH_DATABASE_POOLER ?? 'none') as DatabasePooler,
+  replicaUrls: (process.env.BENCH_REPLICA_URLS ?? '').split(',').filter(Boolean),
   ...(counting ? { onQuery: () => void statements++ } : {}),
 });
 const logger = createLogger({ logLevel: 'info' }, destination({ dest: '/dev/null', sync: false }));

@@ -5,13 +5,8 @@
 // then drives each scenario with autocannon from its own process in alternating rounds. Writes are
 // timed one request at a time (their state is reset between requests). Markdown on stdout.
 import 'reflect-metadata';
-import { execFile, fork, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import os from 'node:os';
-import { promisify } from 'node:util';
 import pg from 'pg';
 import { allCommitHooks, allEntities } from '../src/app/features.js';
 import { openDatabase, type Database } from '../src/db/database.js';
@@ -20,6 +15,8 @@ import { AccountsService } from '../src/accounts/accounts.service.js';
 import { seedCommand } from '../src/cli/commands/seed.command.js';
 import { useIndexedSearch, userListStatements } from '../src/users/user.reads.js';
 import { readPath } from '../src/db/read-path.js';
+import { call, load, log, median, startServer, type LoadResult, type Scenario, type Server, type Stats } from './servers.js';
+import { scaleOutReport, scaleOutSettings } from './scale-out.js';
 
 const serverUrl = process.env.DATABASE_URL;
 if (!serverUrl) {
@@ -41,45 +38,7 @@ if (!/^[a-z_][a-z0-9_]*$/.test(databasePrefix)) {
   process.stderr.write('BENCH_DB_PREFIX must be a lower-case SQL identifier.\n');
   process.exit(2);
 }
-const log = (message: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
-const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 const label = (size: number) => (size >= 1_000_000 ? `${size / 1_000_000}M` : size >= 1000 ? `${size / 1000}k` : String(size));
-
-/** The service runs with the Node flags `npm start` gives it (package.json `config.serverNodeFlags`), so its heap is measured as deployed. */
-const serverNodeFlags = (JSON.parse(readFileSync(here('../../package.json'), 'utf8')) as { config: { serverNodeFlags: string } }).config.serverNodeFlags.split(' ').filter(Boolean);
-
-interface Stats {
-  statements: number;
-  rss: number;
-  memory?: NodeJS.MemoryUsage;
-  heap?: { malloced_memory: number };
-  young?: number;
-}
-
-interface Server {
-  process: ChildProcess;
-  base: string;
-  request(kind: 'stats' | 'reset' | 'stop' | 'snapshot', label?: string): Promise<Stats>;
-}
-
-async function startServer(script: string, databaseUrl: string, env: Record<string, string> = {}): Promise<Server> {
-  // BENCH_PROFILE_DIR: the service writes a V8 CPU profile there when it stops (node --cpu-prof).
-  const profile = script === 'app-server.js' && process.env.BENCH_PROFILE_DIR && !env.BENCH_COUNT_STATEMENTS ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  // NODE_ENV=production as deployed (README, configuration): graphql-js, for one, skips its development-mode checks then.
-  const mode = script === 'app-server.js' ? { NODE_ENV: 'production' } : {};
-  const child = fork(here(script), [], { env: { ...process.env, ...mode, ...env, BENCH_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: script === 'app-server.js' ? [...serverNodeFlags, ...profile] : profile });
-  const [{ port }] = (await once(child, 'message')) as [{ port: number }];
-  return {
-    process: child,
-    base: `http://127.0.0.1:${port}`,
-    async request(kind, label) {
-      const reply = kind === 'stats' || kind === 'snapshot' ? once(child, 'message') : undefined;
-      child.send({ kind, label });
-      if (kind === 'stop') await once(child, 'exit');
-      return reply ? ((await reply)[0] as Stats) : { statements: 0, rss: 0 };
-    },
-  };
-}
 
 interface Prepared {
   databaseUrl: string;
@@ -170,41 +129,6 @@ async function seedNestedAndWrites(database: Database, accountId: string) {
   );
 }
 
-interface LoadResult { rps: number; p50: number; p99: number; failures: number }
-
-interface Scenario {
-  name: string;
-  method: 'GET' | 'POST';
-  path: string;
-  body?: string;
-  baseline: boolean;
-}
-
-async function load(server: Server, scenario: Scenario, apiKey: string): Promise<LoadResult> {
-  const args = [here('../../node_modules/autocannon/autocannon.js'), '--json', '-c', String(connections), '-d', String(seconds), '-m', scenario.method];
-  const headers: Record<string, string> = { Authorization: `Token token=${apiKey}`, 'Content-Type': 'application/json' };
-  headers.Accept = scenario.path === '/graphql' ? 'application/json' : 'application/vnd.pagerduty+json;version=2';
-  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}=${value}`);
-  if (scenario.body) args.push('-b', scenario.body);
-  args.push(`${server.base}${scenario.path}`);
-  const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 });
-  const result = JSON.parse(stdout) as { requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures: result.non2xx + result.errors };
-}
-
-async function call(server: Server, apiKey: string, method: string, path: string, body?: string) {
-  const response = await fetch(`${server.base}${path}`, {
-    method,
-    headers: {
-      Authorization: `Token token=${apiKey}`,
-      'Content-Type': 'application/json',
-      Accept: path === '/graphql' ? 'application/json' : 'application/vnd.pagerduty+json;version=2',
-    },
-    body,
-  });
-  return { status: response.status, text: await response.text() };
-}
-
 /** SQL statements per request: mean over sequential requests on a counting instance. */
 async function statementsPerRequest(server: Server, apiKey: string, method: string, path: string, body?: string | (() => string | undefined), before?: () => Promise<void>): Promise<number> {
   const samples = 10;
@@ -225,7 +149,6 @@ const memoryColumns = (stats: Stats) =>
 /** BENCH_HEAP_SNAPSHOT_DIR: the service writes heap snapshots there (after the first request and after the suite). */
 const snapshots = Boolean(process.env.BENCH_HEAP_SNAPSHOT_DIR);
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))]!;
 const fixed = (value: number, digits = 0) => value.toFixed(digits);
 
@@ -291,8 +214,8 @@ for (const size of sizes) {
       log(`${sizeLabel} ${scenario.name}: round ${round + 1}`);
       const order = scenario.baseline ? (round % 2 === 0 ? ['app', 'baseline'] : ['baseline', 'app']) : ['app'];
       for (const which of order) {
-        if (which === 'app') appRuns.push(await load(app, scenario, apiKey));
-        else baselineRuns.push(await load(baseline, scenario, apiKey));
+        if (which === 'app') appRuns.push(await load(app, scenario, apiKey, { connections, seconds }));
+        else baselineRuns.push(await load(baseline, scenario, apiKey, { connections, seconds }));
       }
     }
     const summarize = (runs: LoadResult[]): LoadResult => ({
@@ -399,4 +322,7 @@ if (sizes.length > 1) {
 output.push('', '| users | service RSS after the suite (MB) | V8 heap reserved | of which young generation | heap used | external | of which array buffers | malloc (V8) | baseline RSS |', '|---|---|---|---|---|---|---|---|---|', ...memory);
 output.push('', '| users | service memory (MB) after | RSS | V8 heap reserved | of which young generation | heap used | external | of which array buffers | malloc (V8) |', '|---|---|---|---|---|---|---|---|---|', ...memoryTrace);
 output.push('', `Run ended ${new Date().toISOString()}; load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}.`, '', '### Plans (EXPLAIN (ANALYZE, BUFFERS), after the load)', '', ...plans, '');
+// On the scripts/topology.sh topology (BENCH_PGBOUNCER_URL, BENCH_REPLICA_URL): PgBouncer vs direct, replica vs none.
+const scaleOut = scaleOutSettings();
+if (scaleOut) output.push('### Scaling out', '', ...(await scaleOutReport(scaleOut)), '');
 process.stdout.write(`${output.join('\n')}\n`);

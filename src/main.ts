@@ -10,6 +10,7 @@ import { createApp } from './app/app.js';
 import { createRateLimiter } from './auth/rate-limit.js';
 import { shutdownGracefully } from './app/shutdown.js';
 import { startTracing } from './observability/tracing.js';
+import { sharedRecentWrites } from './db/recent-writes.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -19,6 +20,9 @@ async function main(): Promise<void> {
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     replicaUrls: config.databaseReplicaUrls,
+    replicaMaxLagMs: config.databaseReplicaMaxLagMs,
+    pooler: config.databasePooler,
+    recentWrites: config.redisUrl ? (windowMs) => sharedRecentWrites(config.redisUrl!, windowMs, config.redisCommandTimeoutMs) : undefined,
     dataDir: config.dataDir,
     entities: allEntities(),
     commitHooks: allCommitHooks(),
@@ -29,6 +33,11 @@ async function main(): Promise<void> {
   });
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
+  if (config.databasePooler === 'pgbouncer-transaction') {
+    // Behind a transaction pooler reads carry no timeout of their own: the role's or database's setting is theirs.
+    const [row] = await database.em().execute<{ statement_timeout: string }[]>('show statement_timeout');
+    if (row?.statement_timeout === '0') logger.warn('DATABASE_POOLER=pgbouncer-transaction and the server gives reads no statement_timeout: set one for the role (README, "Scaling out")');
+  }
 
   if (database.kind === 'embedded') {
     await greetFirstStart(database, { production: config.nodeEnv === 'production', publicApiUrl: config.publicApiUrl, write: (text) => process.stdout.write(text) });

@@ -17,10 +17,11 @@ import { TEST_SETTINGS } from './support/harness.js';
 const repository = path.resolve(import.meta.dirname, '..');
 const V2 = 'application/vnd.pagerduty+json;version=2';
 
-/** Runs the real `accessctl` (from the sources) as a separate process on `dataDir`, with no DATABASE_URL. */
+/** Runs the real `accessctl` (from the sources) as a separate process on `dataDir`, with no DATABASE_URL (nor a pooler for it). */
 function accessctl(dataDir: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_OPTIONS: '' };
   delete env.DATABASE_URL;
+  delete env.DATABASE_POOLER;
   return new Promise((resolve) => {
     execFile(process.execPath, ['--import', './test/support/ts-loader.mjs', 'src/cli/accessctl.ts', ...args], { cwd: repository, env, timeout: 60_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });

@@ -131,7 +131,8 @@ describe('statements per write', () => {
     // credential, begin, the users locked and read in one statement, one update, commit; on PostgreSQL
     // lock_timeout comes with the connection, embedded PGlite needs its SET LOCAL in the transaction.
     const shape = (statements: string[]) => statements.map((sql) => sql.split(/\s+/).slice(0, 2).join(' '));
-    const lockTimeout = h.database.kind === 'postgresql' ? [] : ['set local'];
+    // One statement setting the transaction's timeouts, unless its connection carries them (PostgreSQL reached directly).
+    const lockTimeout = h.database.transactions.policy.lockTimeoutOnConnection ? [] : ["select set_config('lock_timeout',"];
     expect(shape(small.statements)).toEqual(['select k.id,', 'begin', ...lockTimeout, 'select id,', 'update users', 'commit']);
     expect(shape(large.statements)).toEqual(shape(small.statements));
     expect(large.statements.filter((sql) => /for no key update/.test(sql))).toHaveLength(1);

@@ -205,6 +205,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     try {
       const em = database.em();
       const authentication = await authenticate(em, req.get('authorization'), runtime.credentialResolvers);
+      // Authentication above read the primary; presenting reads after it may use a replica.
+      database.readRouting?.attach(em, authentication.status === 'authenticated' ? authentication.principal.credentialId : undefined);
       const requestId = res.locals.requestId as string;
       const transactions = database.transactions.observedBy(transactionLog(logger, requestId)).onBehalfOf({
         face: req.path === '/graphql' ? 'graphql' : 'rest',

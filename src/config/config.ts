@@ -1,5 +1,7 @@
 import path from 'node:path';
 import { isIP } from 'node:net';
+import { DATABASE_POOLERS, type DatabasePooler } from '../db/pooler.js';
+import { DEFAULT_REPLICA_MAX_LAG_MS } from '../db/replicas.js';
 
 export type NodeEnv = 'development' | 'production' | 'test';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -44,8 +46,12 @@ export interface AppConfig {
   port: number;
   /** Unset means the embedded PGlite database under `dataDir`. */
   databaseUrl: string | undefined;
-  /** Read replicas of `databaseUrl`; reads of listings may go there, credentials never do. */
+  /** Read replicas of `databaseUrl`; presenting reads may go there, credentials never do. */
   databaseReplicaUrls: string[];
+  /** A replica further behind the primary than this serves no reads. */
+  databaseReplicaMaxLagMs: number;
+  /** What sits between the instances and PostgreSQL: `none` or `pgbouncer-transaction` (src/db/pooler.ts). */
+  databasePooler: DatabasePooler;
   /** How long a write waits for a row lock before answering 503 busy (`SET LOCAL lock_timeout`). */
   databaseLockTimeoutMs: number;
   dataDir: string;
@@ -169,6 +175,12 @@ export function loadConfig(env: Env = process.env): AppConfig {
   }
   if (databaseReplicaUrls.length && databaseUrl === undefined) problems.push('DATABASE_REPLICA_URLS needs DATABASE_URL (the embedded database has no replicas)');
 
+  const poolerRaw = read('DATABASE_POOLER') ?? 'none';
+  let databasePooler: DatabasePooler = 'none';
+  if ((DATABASE_POOLERS as readonly string[]).includes(poolerRaw)) databasePooler = poolerRaw as DatabasePooler;
+  else problems.push(`DATABASE_POOLER must be one of ${DATABASE_POOLERS.join(', ')} (got "${poolerRaw}")`);
+  if (databasePooler !== 'none' && databaseUrl === undefined) problems.push('DATABASE_POOLER needs DATABASE_URL (the embedded database has no pooler)');
+
   const apiVendor = read('API_VENDOR') ?? 'pagerduty';
   if (!/^[a-z0-9][a-z0-9.-]*$/i.test(apiVendor)) problems.push(`API_VENDOR must be a plain vendor name such as "pagerduty" (got "${apiVendor}")`);
 
@@ -196,6 +208,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     port,
     databaseUrl,
     databaseReplicaUrls,
+    databaseReplicaMaxLagMs: integer('DATABASE_REPLICA_MAX_LAG_MS', DEFAULT_REPLICA_MAX_LAG_MS, 10, 3_600_000),
+    databasePooler,
     databaseLockTimeoutMs: integer('DATABASE_LOCK_TIMEOUT_MS', 5_000, 1, 600_000),
     dataDir: path.resolve(read('DATA_DIR') ?? '.data'),
     publicApiUrl: url('PUBLIC_API_URL', `http://localhost:${port}`, ['http:', 'https:']),

@@ -14,6 +14,10 @@ import { recordSqlSpan } from '../observability/tracing.js';
 import { observePool } from './pool-metrics.js';
 import { DEFAULT_TRANSACTION_POLICY, TransactionRunner, type TransactionObserver } from './transaction.js';
 import type { CommitHook } from './change-journal.js';
+import { sessionStateSurvives, type DatabasePooler } from './pooler.js';
+import { DEFAULT_REPLICA_MAX_LAG_MS, ReplicaSet, type StatementConnection } from './replicas.js';
+import { ReadRouting } from './read-routing.js';
+import { MemoryRecentWrites, type RecentWrites } from './recent-writes.js';
 
 export type { EntityManager };
 
@@ -22,6 +26,17 @@ export interface DatabaseOptions {
   databaseUrl: string | undefined;
   /** Read replicas (PostgreSQL only). */
   replicaUrls?: string[];
+  /** A replica further behind the primary than this serves no reads (DATABASE_REPLICA_MAX_LAG_MS). */
+  replicaMaxLagMs?: number;
+  /** How often replicas' replay positions are read. */
+  replicaProbeIntervalMs?: number;
+  /**
+   * Where credentials' recent write positions are kept (`windowMs` of them is `recentWriteWindowMs`):
+   * Redis-shared in a deployment of several instances; this process's memory when unset.
+   */
+  recentWrites?: (windowMs: number) => RecentWrites;
+  /** What sits between this process and PostgreSQL (DATABASE_POOLER, src/db/pooler.ts). */
+  pooler?: DatabasePooler;
   /** Where embedded PGlite keeps its files; unset (with no URL) means in memory, for tests. */
   dataDir: string | undefined;
   entities: Function[];
@@ -60,6 +75,8 @@ export interface Database {
   em(): EntityManager;
   /** Every write goes through it: lock timeout, bounded retries of deadlocks and serialization failures. */
   transactions: TransactionRunner;
+  /** With read replicas: where each request's presenting reads go (the app attaches every request's entity manager to it). */
+  readRouting?: ReadRouting;
   migrate(): Promise<string[]>;
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -101,9 +118,9 @@ export function baseOrmOptions(entities: Function[], onQuery?: (sql: string) => 
 }
 
 /**
- * Replicas serve only the reads that ask for them (`connectionType: 'read'`, used by listings);
- * everything else, credential look-ups and every read a write depends on included, uses the
- * primary, so a revoked token is never accepted from a lagging replica.
+ * Replicas get a pool each here but serve only what src/db/read-routing.ts sends them (presenting
+ * reads outside writes); everything else, credential look-ups and every read a write depends on
+ * included, uses the primary, so a revoked token is never accepted from a lagging replica.
  */
 export interface PostgresConnectionOptions {
   poolMax?: number;
@@ -111,10 +128,14 @@ export interface PostgresConnectionOptions {
   poolTimeoutMs?: number;
   statementTimeoutMs?: number;
   lockTimeoutMs?: number;
+  pooler?: DatabasePooler;
 }
 
 export function postgresOrmOptions(databaseUrl: string, connection: PostgresConnectionOptions = {}): Partial<Options> {
-  const { poolMax = 10, replicaUrls = [], poolTimeoutMs = DEFAULT_POOL_TIMEOUT_MS, statementTimeoutMs, lockTimeoutMs } = connection;
+  const { poolMax = 10, replicaUrls = [], poolTimeoutMs = DEFAULT_POOL_TIMEOUT_MS, lockTimeoutMs, pooler = 'none' } = connection;
+  // Startup parameters are session state: a transaction-pooling PgBouncer refuses them (write
+  // transactions set both with SET LOCAL instead; reads get the role's or database's settings).
+  const statementTimeoutMs = sessionStateSurvives(pooler) ? connection.statementTimeoutMs : undefined;
   return {
     driver: PostgreSqlDriver,
     clientUrl: databaseUrl,
@@ -125,7 +146,7 @@ export function postgresOrmOptions(databaseUrl: string, connection: PostgresConn
       // pg sends it as a startup parameter of each connection: no extra round trip per request.
       ...(statementTimeoutMs ? { statement_timeout: statementTimeoutMs } : {}),
       // Measured (docs/BENCHMARKS.md, "Follow-up: the write path"): a SET LOCAL per transaction cost ~0.9 ms of CPU per write.
-      ...(lockTimeoutMs ? { lock_timeout: lockTimeoutMs } : {}),
+      ...(lockTimeoutMs && sessionStateSurvives(pooler) ? { lock_timeout: lockTimeoutMs } : {}),
     },
     ...(replicaUrls.length ? { replicas: replicaUrls.map((clientUrl) => ({ clientUrl })), preferReadReplicas: false } : {}),
   };
@@ -181,10 +202,11 @@ function joinRunningServer(dataDir: string, busy: EmbeddedDatabaseBusyError): Em
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const base = baseOrmOptions(options.entities, options.onQuery);
   const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_TRANSACTION_POLICY.lockTimeoutMs;
+  const pooler = options.databaseUrl ? options.pooler ?? 'none' : 'none';
   let orm: MikroORM;
   let embedded: EmbeddedConnection | undefined;
   if (options.databaseUrl) {
-    orm = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, { ...options, lockTimeoutMs }) } as Options);
+    orm = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, { ...options, lockTimeoutMs, pooler }) } as Options);
   } else {
     embedded = await openEmbedded(options.dataDir, options.embeddedAccess);
     try {
@@ -199,20 +221,29 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   if (!embedded) await observePool(orm, options.poolMax ?? 10);
 
   const em = () => orm.em.fork() as EntityManager;
-  const transactions = new TransactionRunner(
-    { ...DEFAULT_TRANSACTION_POLICY, lockTimeoutMs, lockTimeoutOnConnection: kind === 'postgresql' },
+  const onConnection = kind === 'postgresql' && sessionStateSurvives(pooler);
+  let transactions = new TransactionRunner(
+    {
+      ...DEFAULT_TRANSACTION_POLICY,
+      lockTimeoutMs,
+      lockTimeoutOnConnection: onConnection,
+      ...(kind === 'postgresql' && !onConnection && options.statementTimeoutMs ? { statementTimeoutMs: options.statementTimeoutMs } : {}),
+    },
     options.transactionObserver ? [options.transactionObserver] : [],
   ).withCommitHooks(options.commitHooks ?? []);
+  const readRouting = options.replicaUrls?.length && kind === 'postgresql' ? await startReadRouting(orm, options) : undefined;
+  if (readRouting) transactions = transactions.withAfterCommit((em) => readRouting.afterCommit(em));
   return {
     orm,
     kind,
     em,
     transactions,
+    readRouting,
     async migrate() {
       // A migration (an index build on a large table) may rightly run for minutes: it gets a
       // short-lived connection of its own without the requests' statement timeout.
       if (!options.databaseUrl || !options.statementTimeoutMs) return (await orm.migrator.up()).map((migration) => migration.name);
-      const migrating = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, { poolMax: 1 }) } as Options);
+      const migrating = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, { poolMax: 1, pooler }) } as Options);
       try {
         return (await migrating.migrator.up()).map((migration) => migration.name);
       } finally {
@@ -223,8 +254,31 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       await em().execute('select 1');
     },
     async close() {
+      await readRouting?.close();
       await orm.close(true);
       await embedded?.close();
     },
   };
+}
+
+export const DEFAULT_REPLICA_PROBE_INTERVAL_MS = 250;
+
+/**
+ * How long a credential's write keeps its reads off replicas that have not replayed it. Past the
+ * lag bound plus two probes, any replica still within the bound has replayed it (its lag is the age
+ * of the oldest primary position it misses, and a probe after the commit saw a position past it).
+ */
+export function recentWriteWindowMs(maxLagMs: number, probeIntervalMs: number): number {
+  return maxLagMs + 2 * probeIntervalMs + 1_000;
+}
+
+async function startReadRouting(orm: MikroORM, options: DatabaseOptions): Promise<ReadRouting> {
+  const maxLagMs = options.replicaMaxLagMs ?? DEFAULT_REPLICA_MAX_LAG_MS;
+  const probeIntervalMs = options.replicaProbeIntervalMs ?? DEFAULT_REPLICA_PROBE_INTERVAL_MS;
+  // MikroORM opened one pool per replica (same options as the primary's); the routing picks among them.
+  const driver = orm.em.getDriver() as unknown as { replicas: StatementConnection[] };
+  const replicas = new ReplicaSet(orm.em.getConnection('write') as StatementConnection, driver.replicas, { maxLagMs, probeIntervalMs });
+  await replicas.start();
+  const windowMs = recentWriteWindowMs(maxLagMs, probeIntervalMs);
+  return new ReadRouting(replicas, options.recentWrites?.(windowMs) ?? new MemoryRecentWrites(windowMs));
 }

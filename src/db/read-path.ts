@@ -1,4 +1,6 @@
 import type { EntityManager } from '@mikro-orm/sql';
+import { routePresentingRead } from './read-routing.js';
+import type { StatementConnection } from './replicas.js';
 
 /**
  * The one place that decides how presenting reads reach the database. Reads that only present data
@@ -11,7 +13,10 @@ import type { EntityManager } from '@mikro-orm/sql';
  * share of a read request's CPU; a plain row costs a fraction of that.
  */
 export interface ReadPath {
-  /** Rows as plain objects. `replica` reads may lag the primary (listings only, never credentials). */
+  /**
+   * Rows as plain objects. `replica` reads may be served by a read replica (src/db/read-routing.ts
+   * decides; never credentials, never inside a write) and so may lag the primary for other clients.
+   */
   rows<T extends object>(sql: string, params: readonly unknown[], options?: { replica?: boolean }): Promise<T[]>;
   /** A `count(*)` (or any single number in column `n`): counts without loading rows. */
   count(sql: string, params: readonly unknown[], options?: { replica?: boolean }): Promise<number>;
@@ -23,18 +28,23 @@ export interface ReadPath {
 }
 
 export function readPath(em: EntityManager): ReadPath {
-  const connection = (replica: boolean | undefined) => em.getConnection(replica ? 'read' : 'write');
+  const primary = em.getConnection('write') as StatementConnection;
+  const run = <T>(sql: string, params: readonly unknown[], replica: boolean | undefined): Promise<T> => {
+    const read = (connection: StatementConnection) => connection.execute<T>(sql, [...params], 'all');
+    // Inside a write every statement stays on the primary.
+    return replica && !em.isInTransaction() ? routePresentingRead(em, primary, read) : read(primary);
+  };
   return {
     rows<T extends object>(sql: string, params: readonly unknown[], options: { replica?: boolean } = {}) {
-      return connection(options.replica).execute<T[]>(sql, [...params], 'all');
+      return run<T[]>(sql, params, options.replica);
     },
     async count(sql: string, params: readonly unknown[], options: { replica?: boolean } = {}) {
-      const [row] = await connection(options.replica).execute<{ n: number | string }[]>(sql, [...params], 'all');
+      const [row] = await run<{ n: number | string }[]>(sql, params, options.replica);
       return Number(row?.n ?? 0);
     },
     async estimate(statements: readonly { sql: string; params: readonly unknown[] }[], options: { replica?: boolean } = {}) {
       const sql = statements.map((statement) => `(${statement.sql})`).join(' union all ');
-      const [row] = await connection(options.replica).execute<{ 'QUERY PLAN': unknown }[]>(`explain (format json) ${sql}`, statements.flatMap((statement) => statement.params), 'all');
+      const [row] = await run<{ 'QUERY PLAN': unknown }[]>(`explain (format json) ${sql}`, statements.flatMap((statement) => statement.params), options.replica);
       type Node = { 'Plan Rows': number; Plans?: Node[] };
       const text = row?.['QUERY PLAN'];
       const [{ Plan: plan }] = (typeof text === 'string' ? JSON.parse(text) : text) as [{ Plan: Node }];

@@ -10,9 +10,16 @@ export interface TransactionPolicy {
   /**
    * The connections already carry `lock_timeout = lockTimeoutMs` (a startup parameter of every
    * pooled PostgreSQL connection), so a transaction needs no `SET LOCAL` round trip of its own.
-   * False where connections cannot be given it (embedded PGlite) or may hold another value.
+   * False where connections cannot be given it (embedded PGlite, a transaction-pooling PgBouncer)
+   * or may hold another value.
    */
   lockTimeoutOnConnection?: boolean;
+  /**
+   * Set (`SET LOCAL`, with the lock timeout, one statement) at the start of every write transaction:
+   * behind a transaction pooler no connection carries it, and only what a transaction sets for
+   * itself is certain to hold for its statements.
+   */
+  statementTimeoutMs?: number;
   /** Attempts in all (the first run included) when PostgreSQL reports a deadlock or a serialization failure. */
   maxAttempts: number;
   /** The backoff before attempt n is drawn uniformly from [0, min(maxBackoffMs, baseBackoffMs * 2^(n-2))]. */
@@ -58,10 +65,22 @@ export function sqlStateOf(error: unknown): string | undefined {
   return undefined;
 }
 
+/** What a runner adds to its policy: commit hooks, an after-commit step, the writes' origin. */
+interface RunnerExtensions {
+  /** Run inside every transaction that recorded changes, before it commits (the audit trail, live updates). */
+  commitHooks?: readonly CommitHook[];
+  /**
+   * Runs after every outermost transaction that committed, before `run` returns: where a write
+   * leaves what later reads must respect (the commit's WAL position, for read replicas).
+   */
+  afterCommit?: (em: EntityManager) => Promise<void>;
+  origin?: WriteOrigin;
+}
+
 /**
  * The one way a write reaches the database. `run(em, work)` executes `work` in a transaction on a
  * clear fork of `em` (so a re-run starts from an empty identity map, never from the previous run's
- * half-applied entities), under `lock_timeout` (the connection's, else `SET LOCAL`). A deadlock or serialization failure rolls
+ * half-applied entities), under `lock_timeout` (the connection's, else `SET LOCAL`; also `statement_timeout` behind a transaction pooler). A deadlock or serialization failure rolls
  * it back and runs it again, up to `maxAttempts`, after a jittered backoff; `work` must therefore
  * have no side effects outside the transaction. Exhausted retries and a lock timeout end as
  * `ServiceUnavailableError` (the documented 503 busy answer), never as an internal error.
@@ -76,51 +95,69 @@ export function sqlStateOf(error: unknown): string | undefined {
  * them, a rolled-back change leaves nothing, and a retried one leaves them once.
  */
 export class TransactionRunner {
+  private readonly transactionSettings: string | undefined;
+
   constructor(
     readonly policy: TransactionPolicy,
     private readonly observers: readonly TransactionObserver[] = [],
     private readonly random: () => number = Math.random,
-    private readonly commitHooks: readonly CommitHook[] = [],
-    readonly origin: WriteOrigin = { face: 'server' },
+    private readonly extensions: RunnerExtensions = {},
   ) {
     if (!Number.isSafeInteger(policy.lockTimeoutMs) || policy.lockTimeoutMs < 1) throw new RangeError('lockTimeoutMs must be a positive integer');
     if (!Number.isSafeInteger(policy.maxAttempts) || policy.maxAttempts < 1) throw new RangeError('maxAttempts must be a positive integer');
+    if (policy.statementTimeoutMs !== undefined && (!Number.isSafeInteger(policy.statementTimeoutMs) || policy.statementTimeoutMs < 0)) throw new RangeError('statementTimeoutMs must be a non-negative integer');
+    this.transactionSettings = transactionSettingsStatement(policy);
+  }
+
+  /** Where the runner's writes come from (the audit trail's actor and method). */
+  get origin(): WriteOrigin {
+    return this.extensions.origin ?? { face: 'server' };
+  }
+
+  private with(extensions: RunnerExtensions, observers = this.observers): TransactionRunner {
+    return new TransactionRunner(this.policy, observers, this.random, { ...this.extensions, ...extensions });
   }
 
   /** The same policy, also reporting to `observer` (e.g. one that logs with a request's id). */
   observedBy(observer: TransactionObserver): TransactionRunner {
-    return new TransactionRunner(this.policy, [...this.observers, observer], this.random, this.commitHooks, this.origin);
+    return this.with({}, [...this.observers, observer]);
   }
 
   /** The same policy, running `hooks` before every commit that recorded changes (`recordChange`). */
   withCommitHooks(hooks: readonly CommitHook[]): TransactionRunner {
-    return new TransactionRunner(this.policy, this.observers, this.random, [...this.commitHooks, ...hooks], this.origin);
+    return this.with({ commitHooks: [...(this.extensions.commitHooks ?? []), ...hooks] });
+  }
+
+  /** The same runner, calling `hook` after each commit (set once, when the database opens). */
+  withAfterCommit(hook: (em: EntityManager) => Promise<void>): TransactionRunner {
+    return this.with({ afterCommit: hook });
   }
 
   /** The same runner, its writes attributed to `origin` (a request's principal and address, an operator's command). */
   onBehalfOf(origin: WriteOrigin): TransactionRunner {
-    return new TransactionRunner(this.policy, this.observers, this.random, this.commitHooks, origin);
+    return this.with({ origin });
   }
 
   async run<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>, label = 'write'): Promise<T> {
     if (em.isInTransaction()) return work(em);
     for (let attempt = 1; ; attempt++) {
       try {
-        return await em.transactional(
+        const result = await em.transactional(
           async (tx) => {
-            // An integer validated at start: safe to inline (SET takes no bind parameters).
-            if (!this.policy.lockTimeoutOnConnection) await tx.execute(`set local lock_timeout = ${this.policy.lockTimeoutMs}`, [], 'run');
+            if (this.transactionSettings) await tx.execute(this.transactionSettings, [], 'run');
             const journal = openJournal(tx);
-            const result = await work(tx);
+            const outcome = await work(tx);
             if (journal.changes.length > 0) {
               // Flushed first so hooks read (and lock) what the work wrote, in the same transaction.
               await tx.flush();
-              for (const hook of this.commitHooks) await hook.beforeCommit(tx, journal.changes, this.origin);
+              for (const hook of this.extensions.commitHooks ?? []) await hook.beforeCommit(tx, journal.changes, this.origin);
             }
-            return result;
+            return outcome;
           },
           { clear: true },
         );
+        await this.extensions.afterCommit?.(em);
+        return result;
       } catch (error) {
         const sqlState = sqlStateOf(error);
         if (sqlState === LOCK_NOT_AVAILABLE) {
@@ -154,4 +191,14 @@ export class TransactionRunner {
       }
     }
   }
+}
+
+/** The `SET LOCAL` equivalents a write transaction starts with; none when its connection carries them. */
+function transactionSettingsStatement(policy: TransactionPolicy): string | undefined {
+  // Integers validated in the constructor: safe to inline (SET takes no bind parameters).
+  const settings = [
+    ...(policy.lockTimeoutOnConnection ? [] : [`set_config('lock_timeout', '${policy.lockTimeoutMs}ms', true)`]),
+    ...(policy.statementTimeoutMs === undefined ? [] : [`set_config('statement_timeout', '${policy.statementTimeoutMs}ms', true)`]),
+  ];
+  return settings.length ? `select ${settings.join(', ')}` : undefined;
 }

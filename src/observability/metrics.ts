@@ -71,6 +71,27 @@ export const dbPoolAcquireDuration = new Histogram({
   registers: [metricsRegistry],
 });
 
+export const databasePresentingReads = new Counter({
+  name: 'db_presenting_reads_total',
+  help: 'Presenting reads that may use a read replica, by where they ran (primary, replica-N) and why (replica, no_replica, own_write, replica_failed).',
+  labelNames: ['target', 'reason'] as const,
+  registers: [metricsRegistry],
+});
+
+export const replicaLag = new Gauge({
+  name: 'db_replica_lag_seconds',
+  help: 'How far each read replica (replica-N, in DATABASE_REPLICA_URLS order) is behind the primary: the age of the oldest primary WAL position it has not replayed.',
+  labelNames: ['replica'] as const,
+  registers: [metricsRegistry],
+});
+
+export const replicaUp = new Gauge({
+  name: 'db_replica_up',
+  help: '1 when a read replica answered its last probe, 0 when it did not.',
+  labelNames: ['replica'] as const,
+  registers: [metricsRegistry],
+});
+
 export interface PoolStats {
   max: number;
   total: number;

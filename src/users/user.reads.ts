@@ -194,28 +194,36 @@ export class UserReads {
     return userRows(this.reads.rows<UserRow>(sql, params, options));
   }
 
-  /** A live user of the caller's account; another account's id is indistinguishable from a missing one. */
-  async get(id: string, fields: Iterable<string>): Promise<UserRow> {
+  /**
+   * A live user of the caller's account; another account's id is indistinguishable from a missing
+   * one. A presenting read: a replica may serve it (never to the credential that just wrote).
+   */
+  get(id: string, fields: Iterable<string>): Promise<UserRow> {
+    return this.live(id, fields, { replica: true });
+  }
+
+  /**
+   * The caller's own user, from the primary: authentication has just found it there, and a replica
+   * that has not replayed a new user yet must not answer that the signed-in user does not exist.
+   */
+  viewer(fields: Iterable<string>): Promise<UserRow> {
+    if (!isUserPrincipal(this.principal)) {
+      throw new InvalidInputError('This request requires user-level credentials (a user API key or OAuth token); an account API key has no current user.');
+    }
+    return this.live(this.principal.userId, fields, { replica: false });
+  }
+
+  private async live(id: string, fields: Iterable<string>, options: { replica: boolean }): Promise<UserRow> {
     const [user] = PUBLIC_ID_PATTERN.test(id)
-      ? await this.rows(
-          `select ${userSelectList(fields)} from users where id = ? and account_id = ? and deleted_at is null`,
-          [id, this.principal.accountId],
-        )
+      ? await this.rows(`select ${userSelectList(fields)} from users where id = ? and account_id = ? and deleted_at is null`, [id, this.principal.accountId], options)
       : [];
     if (!user) throw new NotFoundError('user');
     return user;
   }
 
-  viewer(fields: Iterable<string>): Promise<UserRow> {
-    if (!isUserPrincipal(this.principal)) {
-      throw new InvalidInputError('This request requires user-level credentials (a user API key or OAuth token); an account API key has no current user.');
-    }
-    return this.get(this.principal.userId, fields);
-  }
-
   /**
    * One page in (name, id) order (userListStatements); nothing runs until the connection's fields
-   * ask for rows or the count. Listings may read from a replica.
+   * ask for rows or the count. A replica may serve them.
    */
   list(options: UserListOptions, fields: Iterable<string>): UserRowPage {
     const statement = userListStatements(this.principal.accountId, options, fields);
