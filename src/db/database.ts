@@ -14,6 +14,7 @@ import { recordSqlSpan } from '../observability/tracing.js';
 import { observePool } from './pool-metrics.js';
 import { DEFAULT_TRANSACTION_POLICY, TransactionRunner, type TransactionObserver } from './transaction.js';
 import type { CommitHook } from './change-journal.js';
+import { listenOnPglite, listenOnPostgres, type NotificationHandlers, type NotificationListener } from './notification-listener.js';
 
 export type { EntityManager };
 
@@ -22,6 +23,11 @@ export interface DatabaseOptions {
   databaseUrl: string | undefined;
   /** Read replicas (PostgreSQL only). */
   replicaUrls?: string[];
+  /**
+   * PostgreSQL only: where the one listening connection (`LISTEN`) goes, when the pool's URL
+   * leads through a transaction-pooling PgBouncer (`DATABASE_LISTEN_URL`); unset, `databaseUrl`.
+   */
+  listenUrl?: string;
   /** Where embedded PGlite keeps its files; unset (with no URL) means in memory, for tests. */
   dataDir: string | undefined;
   entities: Function[];
@@ -61,6 +67,8 @@ export interface Database {
   /** Every write goes through it: lock timeout, bounded retries of deadlocks and serialization failures. */
   transactions: TransactionRunner;
   migrate(): Promise<string[]>;
+  /** Notifications sent on `channel` (`pg_notify`), delivered at commit: a dedicated connection on PostgreSQL, the single one on PGlite. */
+  listen(channel: string, handlers: NotificationHandlers): Promise<NotificationListener>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -135,6 +143,8 @@ export const DEFAULT_POOL_TIMEOUT_MS = 3_000;
 
 export interface EmbeddedConnection {
   options: Partial<Options>;
+  /** The database itself, when this process opened it (not when it joined a running server). */
+  pglite?: PGlite;
   /** Set when this process uses the running server's socket instead of opening the files. */
   joined?: { dataDir: string; pid: number };
   close(): Promise<void>;
@@ -159,6 +169,7 @@ export async function openEmbedded(dataDir: string | undefined, access?: Databas
     const socket = dataDir && access === 'serve' ? await serveEmbeddedSocket(pglite, dataDir) : undefined;
     return {
       options: { driver: PgliteDriver, dbName: 'embedded', driverOptions: { pglite: () => pglite } },
+      pglite,
       async close() {
         await socket?.close();
         await pglite.close();
@@ -218,6 +229,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       } finally {
         await migrating.close(true);
       }
+    },
+    async listen(channel, handlers) {
+      if (options.databaseUrl) return listenOnPostgres(options.listenUrl ?? options.databaseUrl, channel, handlers);
+      if (!embedded?.pglite) throw new Error('this process joined a running embedded server and cannot listen on its database');
+      return listenOnPglite(embedded.pglite, channel, handlers);
     },
     async ping() {
       await em().execute('select 1');

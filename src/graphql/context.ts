@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { AuthenticationError } from '../errors/domain-errors.js';
 import { LoaderRegistry } from './loaders.js';
+import type { LiveSession } from './live-session.js';
 
 /** One per request, the same for a GraphQL request and for a REST route executing its operation. */
 export interface Context {
@@ -15,9 +16,11 @@ export interface Context {
   loaders: LoaderRegistry;
   /** Runs the request's writes (lock timeout, bounded retries); reports to the log with the request id. */
   transactions: TransactionRunner;
+  /** Only on operations over WebSocket: the connection's event streams for subscriptions. */
+  live?: LiveSession;
 }
 
-export function createContext(options: { em: EntityManager; authentication: Authentication; requestId: string; runtime: Runtime; transactions: TransactionRunner }): Context {
+export function createContext(options: { em: EntityManager; authentication: Authentication; requestId: string; runtime: Runtime; transactions: TransactionRunner; live?: LiveSession }): Context {
   return { ...options, loaders: new LoaderRegistry() };
 }
 

@@ -8,6 +8,7 @@ interface BearerRow {
   user_id: string;
   scope: string;
   role: string;
+  expires_at: Date | string;
 }
 
 /**
@@ -19,7 +20,7 @@ export const bearerCredentials: CredentialResolver = {
   scheme: 'bearer',
   async resolve(em, digest, now) {
     const [row] = await em.execute<BearerRow[]>(
-      `select d.id, d.account_id, d.user_id, d.scope, u.role
+      `select d.id, d.account_id, d.user_id, d.scope, u.role, d.expires_at
          from oauth_delegations d
          join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null
         where d.access_token_digest = ? and d.status = 'issued' and d.expires_at > ?`,
@@ -35,6 +36,7 @@ export const bearerCredentials: CredentialResolver = {
       scopes: new Set(row.scope.split(/\s+/).filter(Boolean)),
       // A user's keys and tokens share one budget.
       rateLimitKey: `user:${row.user_id}`,
+      expiresAt: new Date(row.expires_at),
     };
     return principal;
   },

@@ -10,6 +10,7 @@ interface FlowTokenRow {
   user_id: string | null;
   client_id: string;
   role: string | null;
+  expires_at: Date | string;
 }
 
 /**
@@ -23,7 +24,7 @@ export const flowTokenCredentials: CredentialResolver = {
   async resolve(em, digest, now) {
     const at = now.toISOString();
     const [row] = await em.execute<FlowTokenRow[]>(
-      `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, u.role
+      `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, u.role, least(r.expires_at, d.expires_at) as expires_at
          from oauth_server_records r
          join oauth_delegations d on d.grant_id = r.grant_id and d.status = 'issued' and d.expires_at > ?
          left join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null
@@ -40,6 +41,7 @@ export const flowTokenCredentials: CredentialResolver = {
         credentialId: row.delegation_id,
         scopes,
         rateLimitKey: `oauth-app:${row.client_id}`,
+        expiresAt: new Date(row.expires_at),
       };
       return principal;
     }
@@ -52,6 +54,7 @@ export const flowTokenCredentials: CredentialResolver = {
       role: row.role,
       scopes,
       rateLimitKey: `user:${row.user_id}`,
+      expiresAt: new Date(row.expires_at),
     };
     return principal;
   },
