@@ -118,6 +118,29 @@ describe('across instances', () => {
   });
 });
 
+describe('access that changes without a revocation', () => {
+  test('a role change through B: the user\'s connection on A is told ACCESS_CHANGED and closed; another user\'s stays', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account, { role: 'admin' });
+    const bystander = await a.createUser(account, { role: 'admin' });
+    const demoted = await LiveTestClient.connect(a.httpServer, authorizationOf(user.key as { token: string }));
+    const other = await LiveTestClient.connect(a.httpServer, authorizationOf(bystander.key as { token: string }));
+    demoted.subscribe('revoked', VIEWER_REVOKED);
+    other.subscribe('revoked', VIEWER_REVOKED);
+    await sleep(100);
+    const key = `Token token=${(account.key as { token: string }).token}`;
+    expect((await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: key }).send({ user: { role: 'observer' } })).status).toBe(200);
+    const event = await demoted.waitFor((message) => message.id === 'revoked' && message.type === 'next');
+    expect(event.payload.data.viewerAccessRevoked.reason).toBe('ACCESS_CHANGED');
+    expect((await demoted.closed).code).toBe(4403);
+    // The same credential, now an observer's, is accepted again on reconnection.
+    (await LiveTestClient.connect(a.httpServer, authorizationOf(user.key as { token: string }))).close();
+    expect(other.socket.readyState).toBe(other.socket.OPEN);
+    expect(other.events('revoked')).toEqual([]);
+    other.close();
+  });
+});
+
 describe('handshake and authorization', () => {
   test('without a credential, or with a bad one, the connection is refused (4401)', async () => {
     const anonymous = await LiveTestClient.open(a.httpServer);
