@@ -12,6 +12,7 @@ import { createApp } from '../src/app/app.js';
 import { openDatabase } from '../src/db/database.js';
 import { createLogger } from '../src/logging/logger.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
+import { DEFAULT_LIVE_LIMITS } from '../src/live-updates/live-socket-server.js';
 import { BENCH_URLS } from './settings.js';
 
 let statements = 0;
@@ -43,6 +44,8 @@ const server = await createApp({
   logger,
   serverSecret: randomBytes(32),
   rateLimiter,
+  // bench/live.ts opens thousands of connections with one key.
+  liveUpdates: { ...DEFAULT_LIVE_LIMITS, maxConnectionsPerCredential: 1_000_000, maxSubscriptionsPerConnection: 1_000 },
 });
 server.httpServer.listen(0, '127.0.0.1', () => {
   const address = server.httpServer.address();

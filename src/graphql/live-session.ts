@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/sql';
 import type { PubSub } from 'type-graphql';
 import { ServiceUnavailableError } from '../errors/domain-errors.js';
 import type { Context } from './context.js';
@@ -47,7 +48,32 @@ export function requireLiveSession(context: Context): LiveSession {
  */
 export function freshEventScope(context: Context): void {
   context.loaders = new LoaderRegistry();
-  context.em = context.em.fork({ clear: true });
+  const reset = lazyEntityManagers.get(context);
+  if (reset) reset();
+  else context.em = context.em.fork({ clear: true });
+}
+
+const lazyEntityManagers = new WeakMap<Context, () => void>();
+
+/**
+ * A subscription's context forks its EntityManager on first use only: a fork is the largest part
+ * of an idle subscription's memory, and most events (every `viewerAccessRevoked`, a `userChanged`
+ * not asking for `user`) never read the database. `freshEventScope` drops it again.
+ */
+export function withLazyEntityManager(context: Context, fork: () => EntityManager): Context {
+  let em: EntityManager | undefined;
+  Object.defineProperty(context, 'em', {
+    enumerable: true,
+    configurable: true,
+    get: () => (em ??= fork()),
+    set: (value: EntityManager) => {
+      em = value;
+    },
+  });
+  lazyEntityManagers.set(context, () => {
+    em = undefined;
+  });
+  return context;
 }
 
 /**

@@ -13,6 +13,7 @@ import type { NotificationListener } from '../db/notification-listener.js';
 import { InvalidInputError, RateLimitedError } from '../errors/domain-errors.js';
 import { createContext, type Context } from '../graphql/context.js';
 import { formatGraphQLError } from '../graphql/errors.js';
+import { withLazyEntityManager } from '../graphql/live-session.js';
 import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from '../graphql/input-bounds.js';
 import { GRAPHQL_MAX_TOKENS, documentShapeProblem, queryLimitRules, type QueryLimits } from '../graphql/limits.js';
 import type { Logger } from '../logging/logger.js';
@@ -62,6 +63,8 @@ interface Extra {
   request: http.IncomingMessage;
   connection?: LiveConnection;
   subscriptions: Set<string>;
+  /** The root field of each subscription, the label of its sent events. */
+  fields: Map<string, string>;
 }
 
 function authorizationOf(params: Readonly<Record<string, unknown>> | undefined): string | undefined {
@@ -175,27 +178,30 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
         throw error;
       }
       const requestId = `${connection.id}/${id}`;
-      const contextValue: Context = createContext({
-        em: database.em(),
+      const contextValue: Context = withLazyEntityManager(createContext({
+        em: undefined as unknown as Context['em'],
         authentication: { status: 'authenticated', principal: connection.principal },
         requestId,
         runtime,
         transactions: database.transactions.onBehalfOf({ face: 'graphql', principal: connection.principal, requestId, remoteAddress: ctx.extra.request.socket.remoteAddress, description: 'subscription' }),
         live: hub.session(connection),
-      });
+      }), () => database.em());
       subscriptions.add(id);
+      const field = operation.selectionSet.selections[0];
+      // A bounded label: the schema's subscription fields (validation refused any other name).
+      ctx.extra.fields.set(id, field?.kind === 'Field' ? field.name.value : 'unknown');
       liveSubscriptions.inc();
       return { schema, document, operationName: payload.operationName, variableValues: payload.variables ?? undefined, contextValue };
     },
-    onNext(_ctx, _id, _payload, args, result: ExecutionResult) {
-      const field = args.document && getOperationAST(args.document, args.operationName)?.selectionSet.selections[0];
-      liveEventsSent.inc({ field: field?.kind === 'Field' ? field.name.value : 'unknown' });
+    onNext(ctx, id, _payload, _args, result: ExecutionResult) {
+      liveEventsSent.inc({ field: ctx.extra.fields.get(id) ?? 'unknown' });
       return result.errors ? { ...result, errors: formatted(result.errors) } : undefined;
     },
     onError(_ctx, _id, _payload, errors) {
       return formatted(errors);
     },
     onComplete(ctx, id) {
+      ctx.extra.fields.delete(id);
       if (ctx.extra.subscriptions.delete(id)) liveSubscriptions.dec();
     },
     onClose(ctx) {
@@ -248,7 +254,7 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
             });
           }),
       },
-      { socket, request, subscriptions: new Set() },
+      { socket, request, subscriptions: new Set(), fields: new Map() },
     );
     socket.once('close', (code, reason) => {
       clearInterval(keepAlive);

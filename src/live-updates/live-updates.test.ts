@@ -83,9 +83,11 @@ describe('across instances', () => {
   test('userChanged after a PUT on B, with the fields and the user as it is now; a refused write announces nothing', async () => {
     const account = await a.createAccount();
     const user = await a.createUser(account);
+    const sentBefore = await gauge('live_events_sent_total', { field: 'userChanged' });
     const viewer = await LiveTestClient.connect(a.httpServer, authorizationOf(account.key as { token: string }));
     viewer.subscribe('changes', USER_CHANGED, { id: user.id });
     await sleep(100);
+    expect(await gauge('live_subscriptions')).toBeGreaterThanOrEqual(1);
 
     const key = `Token token=${(account.key as { token: string }).token}`;
     const refused = await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: key }).send({ user: { name: 'Renamed', email: 'not-an-email' } });
@@ -97,6 +99,7 @@ describe('across instances', () => {
     await sleep(200);
     // Only the committed write was announced: the refused one (and its name) never reached anyone.
     expect(viewer.events('changes')).toHaveLength(1);
+    expect(await gauge('live_events_sent_total', { field: 'userChanged' })).toBe(sentBefore + 1);
     viewer.close();
   });
 
