@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import type { PubSub } from 'type-graphql';
-import { ServiceUnavailableError } from '../errors/domain-errors.js';
+import { InvalidInputError } from '../errors/domain-errors.js';
 import type { Context } from './context.js';
 import { LoaderRegistry } from './loaders.js';
 
@@ -38,7 +38,7 @@ export interface LiveSession {
 }
 
 export function requireLiveSession(context: Context): LiveSession {
-  if (!context.live) throw new ServiceUnavailableError('Subscriptions are served over WebSocket (graphql-ws) on /graphql.');
+  if (!context.live) throw new InvalidInputError('Subscriptions are served over WebSocket on /graphql (the graphql-ws protocol).');
   return context.live;
 }
 

@@ -129,6 +129,8 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
       const authorization = authorizationOf(ctx.connectionParams);
       const authentication = await authenticate(database.em(), authorization, runtime.credentialResolvers);
       if (authentication.status !== 'authenticated') {
+        // As over HTTP, a request without a valid credential draws on its client address's budget (guessing tokens costs the same here).
+        await consume(`address:${ctx.extra.request.socket.remoteAddress}`);
         socket.close(CLOSE_UNAUTHORIZED, authentication.status === 'anonymous' ? 'Unauthorized: connection_init must carry an authorization' : 'Unauthorized: the credential is unknown, revoked or expired');
         return false;
       }

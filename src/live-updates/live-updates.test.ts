@@ -187,6 +187,13 @@ describe('handshake and authorization', () => {
     client.close();
   });
 
+  test('a subscription sent over HTTP is refused as bad input, never a 5xx', async () => {
+    const account = await a.createAccount();
+    const response = await a.graphql(VIEWER_REVOKED, undefined, account.key);
+    expect(response.status).toBeLessThan(500);
+    expect(response.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  });
+
   test('a credential may hold a bounded number of connections', async () => {
     const account = await a.createAccount();
     const key = authorizationOf(await a.accountKey(account) as { token: string });
