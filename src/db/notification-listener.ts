@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
+import { onSocketNotification } from './embedded-socket.js';
 
 /** What a listening instance is told about one channel. */
 export interface NotificationHandlers {
@@ -103,8 +104,13 @@ export async function listenOnPostgres(url: string, channel: string, handlers: N
 export async function listenOnPglite(pglite: PGlite, channel: string, handlers: NotificationHandlers): Promise<NotificationListener> {
   assertChannel(channel);
   const unlisten = await pglite.listen(channel, (payload) => handlers.notification(payload));
+  // Writes of `accessctl` beside the server run on the same session through the embedded socket.
+  const stopSocket = onSocketNotification(pglite, (from, payload) => {
+    if (from === channel) handlers.notification(payload);
+  });
   return {
     async close() {
+      stopSocket();
       if (!pglite.closed) await unlisten();
     },
   };
