@@ -15,6 +15,7 @@ import { openDatabase } from '../src/db/database.js';
 import { createLogger } from '../src/logging/logger.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
 import type { DatabasePooler } from '../src/db/pooler.js';
+import { DEFAULT_LIVE_LIMITS } from '../src/live-updates/live-socket-server.js';
 import { BENCH_URLS } from './settings.js';
 
 let statements = 0;
@@ -48,6 +49,8 @@ const server = await createApp({
   logger,
   serverSecret: randomBytes(32),
   rateLimiter,
+  // bench/live.ts opens thousands of connections with one key.
+  liveUpdates: { ...DEFAULT_LIVE_LIMITS, maxConnectionsPerCredential: 1_000_000, maxSubscriptionsPerConnection: 1_000 },
 });
 server.httpServer.listen(0, '127.0.0.1', () => {
   const address = server.httpServer.address();

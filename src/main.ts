@@ -23,6 +23,7 @@ async function main(): Promise<void> {
     replicaMaxLagMs: config.databaseReplicaMaxLagMs,
     pooler: config.databasePooler,
     recentWrites: config.redisUrl ? (windowMs) => sharedRecentWrites(config.redisUrl!, windowMs, config.redisCommandTimeoutMs) : undefined,
+    listenUrl: config.databaseListenUrl,
     dataDir: config.dataDir,
     entities: allEntities(),
     commitHooks: allCommitHooks(),
@@ -44,7 +45,7 @@ async function main(): Promise<void> {
   }
 
   const rateLimiter = createRateLimiter({ perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, redisCommandTimeoutMs: config.redisCommandTimeoutMs, logger });
-  const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config), rateLimiter, http: config.http, metricsToken: config.metricsToken });
+  const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config), rateLimiter, http: config.http, metricsToken: config.metricsToken, liveUpdates: config.liveUpdates });
   await new Promise<void>((resolve) => server.httpServer.listen(config.port, resolve));
   logger.info({ port: config.port, database: database.kind, graphql: `${config.publicApiUrl}/graphql` }, 'account access gateway listening');
 

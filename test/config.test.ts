@@ -88,3 +88,12 @@ test('scale-out settings: DATABASE_POOLER none or pgbouncer-transaction (needs D
   expect(() => loadConfig({ DATABASE_POOLER: 'pgbouncer-transaction' })).toThrow(/DATABASE_POOLER needs DATABASE_URL/);
   for (const bad of ['0', '-1', '1.5', 'soon']) expect(() => loadConfig({ DATABASE_REPLICA_MAX_LAG_MS: bad })).toThrow(/DATABASE_REPLICA_MAX_LAG_MS must be an integer from 10/);
 });
+
+test('live updates: bounds have defaults and are checked; DATABASE_LISTEN_URL is a postgres URL beside DATABASE_URL', () => {
+  expect(loadConfig({}).liveUpdates).toEqual({ maxConnectionsPerCredential: 10, maxSubscriptionsPerConnection: 20, maxBufferedBytes: 262_144, keepAliveMs: 12_000 });
+  expect(loadConfig({ LIVE_MAX_SUBSCRIPTIONS_PER_CONNECTION: '5', LIVE_KEEP_ALIVE_MS: '30000' }).liveUpdates).toMatchObject({ maxSubscriptionsPerConnection: 5, keepAliveMs: 30_000 });
+  expect(() => loadConfig({ LIVE_MAX_BUFFERED_BYTES: '10' })).toThrow(/LIVE_MAX_BUFFERED_BYTES must be an integer/);
+  expect(loadConfig({ DATABASE_URL: 'postgres://pgbouncer/app', DATABASE_LISTEN_URL: 'postgres://primary/app' }).databaseListenUrl).toBe('postgres://primary/app');
+  expect(() => loadConfig({ DATABASE_LISTEN_URL: 'postgres://primary/app' })).toThrow(/DATABASE_LISTEN_URL needs DATABASE_URL/);
+  expect(() => loadConfig({ DATABASE_URL: 'postgres://pgbouncer/app', DATABASE_LISTEN_URL: 'http://primary' })).toThrow(/DATABASE_LISTEN_URL must be a postgres/);
+});

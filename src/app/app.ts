@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { expressMiddleware } from '@as-integrations/express5';
 import type { oas31 } from 'openapi3-ts';
-import type { AppConfig } from '../config/config.js';
+import type { AppConfig, LiveUpdateLimits } from '../config/config.js';
 import type { Database } from '../db/database.js';
 import type { TransactionObserver } from '../db/transaction.js';
 import type { Logger } from '../logging/logger.js';
@@ -32,6 +32,7 @@ import { createManagedHttpServer, type HttpServerLimits, type StopOutcome } from
 import { idempotentWrites } from './idempotency.js';
 import { IdempotencyStore } from './idempotency-store.js';
 import { features } from './features.js';
+import { DEFAULT_LIVE_LIMITS, startLiveUpdates, type LiveUpdates } from '../live-updates/live-socket-server.js';
 import type { Runtime } from './runtime.js';
 
 export type AppSettings = Pick<
@@ -53,6 +54,8 @@ export interface AppOptions {
   outageLogIntervalMs?: number;
   /** Serves `GET /metrics` to `Authorization: Bearer <token>`; unset, there is no metrics endpoint. */
   metricsToken?: string;
+  /** Bounds of subscriptions over WebSocket; defaults when unset. */
+  liveUpdates?: LiveUpdateLimits;
 }
 
 export interface App {
@@ -62,6 +65,8 @@ export interface App {
   idempotencyStore: IdempotencyStore;
   /** The REST face's OpenAPI document, as `/openapi.json` serves it. */
   openApiDocument: oas31.OpenAPIObject;
+  /** GraphQL subscriptions over WebSocket on `/graphql`. */
+  live: LiveUpdates;
   /** Shutdown, step one: `/readyz` answers 503 and every response carries `Connection: close`. */
   beginDraining(): void;
   /** Closes the listener, lets accepted requests finish (at most `graceMs`), then stops Apollo. */
@@ -127,6 +132,16 @@ export async function createApp(options: AppOptions): Promise<App> {
     plugins: [operationObservabilityPlugin()],
   });
   await apollo.start();
+  const live = await startLiveUpdates({
+    httpServer,
+    schema,
+    database,
+    runtime,
+    rateLimiter: options.rateLimiter,
+    logger,
+    limits: options.liveUpdates ?? DEFAULT_LIVE_LIMITS,
+    queryLimits: { maxDepth: settings.graphqlMaxDepth, maxCost: settings.graphqlMaxCost },
+  });
 
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -291,9 +306,15 @@ export async function createApp(options: AppOptions): Promise<App> {
     runtime,
     idempotencyStore,
     openApiDocument,
-    beginDraining: () => managedServer.beginDraining(),
+    live,
+    beginDraining: () => {
+      managedServer.beginDraining();
+      live.beginDraining();
+    },
     async stop(graceMs = 10_000) {
       clearInterval(purgeTimer);
+      // After the drain: subscribers are told to go (1001) and reconnect elsewhere; then HTTP stops.
+      await live.close();
       const outcome = await managedServer.stop(graceMs);
       logger.debug(outcome, 'HTTP connections closed');
       // Apollo last: it refuses operations once stopping, and none may still be on their way.

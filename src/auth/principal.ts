@@ -7,6 +7,8 @@ interface PrincipalBase {
   credentialId: string;
   /** The budget this request draws on: a user's keys and tokens share one. */
   rateLimitKey: string;
+  /** When the credential stops working by itself (tokens); long-lived connections re-check it then. */
+  expiresAt?: Date;
 }
 
 export interface AccountKeyPrincipal extends PrincipalBase {

@@ -52,6 +52,8 @@ export interface AppConfig {
   databaseReplicaMaxLagMs: number;
   /** What sits between the instances and PostgreSQL: `none` or `pgbouncer-transaction` (src/db/pooler.ts). */
   databasePooler: DatabasePooler;
+  /** A direct connection for the one `LISTEN` of live updates, when `databaseUrl` goes through a transaction-pooling PgBouncer. */
+  databaseListenUrl: string | undefined;
   /** How long a write waits for a row lock before answering 503 busy (`SET LOCAL lock_timeout`). */
   databaseLockTimeoutMs: number;
   dataDir: string;
@@ -87,6 +89,19 @@ export interface AppConfig {
   openapiDocument: boolean;
   /** `GET /docs`: the API reference page (off in production unless enabled). */
   apiDocsPage: boolean;
+  liveUpdates: LiveUpdateLimits;
+}
+
+/** Bounds of GraphQL subscriptions over WebSocket (SPEC section 14). */
+export interface LiveUpdateLimits {
+  /** Open WebSocket connections one credential may hold on one instance. */
+  maxConnectionsPerCredential: number;
+  /** Subscriptions active at once on one connection. */
+  maxSubscriptionsPerConnection: number;
+  /** Bytes a connection may leave unsent (a client that does not read): above it, the connection is closed. */
+  maxBufferedBytes: number;
+  /** Between keep-alive pings; a connection that does not answer one before the next is closed. */
+  keepAliveMs: number;
 }
 
 export interface HttpServerLimits {
@@ -169,6 +184,12 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const databaseUrl = read('DATABASE_URL');
   if (databaseUrl !== undefined) url('DATABASE_URL', 'postgres://localhost/postgres', ['postgres:', 'postgresql:']);
 
+  const databaseListenUrl = read('DATABASE_LISTEN_URL');
+  if (databaseListenUrl !== undefined) {
+    url('DATABASE_LISTEN_URL', 'postgres://localhost/postgres', ['postgres:', 'postgresql:']);
+    if (databaseUrl === undefined) problems.push('DATABASE_LISTEN_URL needs DATABASE_URL (the embedded database listens on its own connection)');
+  }
+
   const databaseReplicaUrls = (read('DATABASE_REPLICA_URLS') ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
   for (const replica of databaseReplicaUrls) {
     if (!/^postgres(ql)?:\/\//.test(replica) || !URL.canParse(replica)) problems.push(`DATABASE_REPLICA_URLS must be a comma-separated list of postgres:// URLs (bad entry "${replica}")`);
@@ -210,6 +231,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     databaseReplicaUrls,
     databaseReplicaMaxLagMs: integer('DATABASE_REPLICA_MAX_LAG_MS', DEFAULT_REPLICA_MAX_LAG_MS, 10, 3_600_000),
     databasePooler,
+    databaseListenUrl,
     databaseLockTimeoutMs: integer('DATABASE_LOCK_TIMEOUT_MS', 5_000, 1, 600_000),
     dataDir: path.resolve(read('DATA_DIR') ?? '.data'),
     publicApiUrl: url('PUBLIC_API_URL', `http://localhost:${port}`, ['http:', 'https:']),
@@ -240,6 +262,12 @@ export function loadConfig(env: Env = process.env): AppConfig {
     },
     openapiDocument: boolean('OPENAPI_DOCUMENT', true),
     apiDocsPage: false,
+    liveUpdates: {
+      maxConnectionsPerCredential: integer('LIVE_MAX_CONNECTIONS_PER_CREDENTIAL', 10, 1, 10_000),
+      maxSubscriptionsPerConnection: integer('LIVE_MAX_SUBSCRIPTIONS_PER_CONNECTION', 20, 1, 1_000),
+      maxBufferedBytes: integer('LIVE_MAX_BUFFERED_BYTES', 262_144, 1_024, 67_108_864),
+      keepAliveMs: integer('LIVE_KEEP_ALIVE_MS', 12_000, 1_000, 600_000),
+    },
     databaseStatementTimeoutMs: integer('DATABASE_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 100, 600_000),
   };
   // The page renders /openapi.json: by default it follows the document; asked for without it is a mistake.

@@ -18,6 +18,7 @@ import { sessionStateSurvives, type DatabasePooler } from './pooler.js';
 import { DEFAULT_REPLICA_MAX_LAG_MS, ReplicaSet, type StatementConnection } from './replicas.js';
 import { ReadRouting } from './read-routing.js';
 import { MemoryRecentWrites, type RecentWrites } from './recent-writes.js';
+import { listenOnPglite, listenOnPostgres, type NotificationHandlers, type NotificationListener } from './notification-listener.js';
 
 export type { EntityManager };
 
@@ -37,6 +38,11 @@ export interface DatabaseOptions {
   recentWrites?: (windowMs: number) => RecentWrites;
   /** What sits between this process and PostgreSQL (DATABASE_POOLER, src/db/pooler.ts). */
   pooler?: DatabasePooler;
+  /**
+   * PostgreSQL only: where the one listening connection (`LISTEN`) goes, when the pool's URL
+   * leads through a transaction-pooling PgBouncer (`DATABASE_LISTEN_URL`); unset, `databaseUrl`.
+   */
+  listenUrl?: string;
   /** Where embedded PGlite keeps its files; unset (with no URL) means in memory, for tests. */
   dataDir: string | undefined;
   entities: Function[];
@@ -78,6 +84,8 @@ export interface Database {
   /** With read replicas: where each request's presenting reads go (the app attaches every request's entity manager to it). */
   readRouting?: ReadRouting;
   migrate(): Promise<string[]>;
+  /** Notifications sent on `channel` (`pg_notify`), delivered at commit: a dedicated connection on PostgreSQL, the single one on PGlite. */
+  listen(channel: string, handlers: NotificationHandlers): Promise<NotificationListener>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -156,6 +164,8 @@ export const DEFAULT_POOL_TIMEOUT_MS = 3_000;
 
 export interface EmbeddedConnection {
   options: Partial<Options>;
+  /** The database itself, when this process opened it (not when it joined a running server). */
+  pglite?: PGlite;
   /** Set when this process uses the running server's socket instead of opening the files. */
   joined?: { dataDir: string; pid: number };
   close(): Promise<void>;
@@ -180,6 +190,7 @@ export async function openEmbedded(dataDir: string | undefined, access?: Databas
     const socket = dataDir && access === 'serve' ? await serveEmbeddedSocket(pglite, dataDir) : undefined;
     return {
       options: { driver: PgliteDriver, dbName: 'embedded', driverOptions: { pglite: () => pglite } },
+      pglite,
       async close() {
         await socket?.close();
         await pglite.close();
@@ -249,6 +260,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       } finally {
         await migrating.close(true);
       }
+    },
+    async listen(channel, handlers) {
+      if (options.databaseUrl) return listenOnPostgres(options.listenUrl ?? options.databaseUrl, channel, handlers);
+      if (!embedded?.pglite) throw new Error('this process joined a running embedded server and cannot listen on its database');
+      return listenOnPglite(embedded.pglite, channel, handlers);
     },
     async ping() {
       await em().execute('select 1');

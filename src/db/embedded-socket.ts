@@ -39,6 +39,70 @@ function simpleQueryMessage(sql: string): Uint8Array {
   return message;
 }
 
+/** Listeners of notifications that statements of socket clients raise (`pg_notify` in a CLI's transaction). */
+const socketNotificationListeners = new WeakMap<PGlite, Set<(channel: string, payload: string) => void>>();
+
+/**
+ * PGlite hands its own `listen` callbacks only the notifications of statements it parsed itself;
+ * those of a socket client's transaction go out in that client's protocol stream. This registers
+ * for them (src/db/notification-listener.ts listens to both).
+ */
+export function onSocketNotification(pglite: PGlite, listener: (channel: string, payload: string) => void): () => void {
+  const listeners = socketNotificationListeners.get(pglite) ?? new Set();
+  socketNotificationListeners.set(pglite, listeners);
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+/**
+ * Reads NotificationResponse messages ('A': pid, channel, payload) out of a backend protocol
+ * stream that arrives in chunks of any size; other messages are skipped without being copied.
+ */
+export function notificationScanner(deliver: (channel: string, payload: string) => void): (chunk: Uint8Array) => void {
+  let header = Buffer.alloc(0);
+  let skipping = 0;
+  let body: Buffer[] | undefined;
+  let bodyLeft = 0;
+  return (chunk) => {
+    let data = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    while (data.length > 0) {
+      if (skipping > 0) {
+        const skipped = Math.min(skipping, data.length);
+        skipping -= skipped;
+        data = data.subarray(skipped);
+        continue;
+      }
+      if (body) {
+        const taken = data.subarray(0, bodyLeft);
+        body.push(Buffer.from(taken));
+        bodyLeft -= taken.length;
+        data = data.subarray(taken.length);
+        if (bodyLeft === 0) {
+          const message = Buffer.concat(body);
+          body = undefined;
+          const channelEnd = message.indexOf(0, 4);
+          const payloadEnd = message.indexOf(0, channelEnd + 1);
+          if (channelEnd > 0 && payloadEnd > channelEnd) deliver(message.toString('utf8', 4, channelEnd), message.toString('utf8', channelEnd + 1, payloadEnd));
+        }
+        continue;
+      }
+      const needed = 5 - header.length;
+      header = Buffer.concat([header, data.subarray(0, needed)]);
+      data = data.subarray(Math.min(needed, data.length));
+      if (header.length < 5) continue;
+      const type = header[0];
+      const length = header.readInt32BE(1) - 4;
+      header = Buffer.alloc(0);
+      if (type === 0x41 && length > 0) {
+        body = [];
+        bodyLeft = length;
+      } else {
+        skipping = Math.max(0, length);
+      }
+    }
+  };
+}
+
 /**
  * PGlite is one session shared by the server's ORM and the socket's clients. Its own transactions
  * hold PGlite's transaction lock, but the socket server only takes the per-statement lock, so
@@ -72,7 +136,19 @@ function sessionGuard(pglite: PGlite): PGlite {
       return pglite.waitReady;
     },
     isInTransaction: () => pglite.isInTransaction(),
-    execProtocolRawStream: pglite.execProtocolRawStream.bind(pglite),
+    // The socket clients' output, watched for the notifications their commits raise.
+    execProtocolRawStream(message: Uint8Array, options: { onRawData: (data: Uint8Array) => void } & Record<string, unknown>) {
+      const scan = notificationScanner((channel, payload) => {
+        for (const listener of socketNotificationListeners.get(pglite) ?? []) listener(channel, payload);
+      });
+      return pglite.execProtocolRawStream(message, {
+        ...options,
+        onRawData: (data: Uint8Array) => {
+          scan(data);
+          options.onRawData(data);
+        },
+      });
+    },
     async runExclusive<T>(fn: () => Promise<T>): Promise<T> {
       if (!releaseSession) await takeSession();
       try {

@@ -32,6 +32,20 @@ function inputBounds(): ApolloServerPlugin<Context> {
   };
 }
 
+/** Subscriptions run over WebSocket (src/live-updates); over HTTP they are the client's mistake, answered 400. */
+function subscriptionsOverWebSocketOnly(): ApolloServerPlugin<Context> {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ operation }) {
+          if (operation?.operation !== 'subscription') return;
+          throw inputProblemsAsGraphQLError(new InvalidInputError('Subscriptions are served over WebSocket on /graphql (the graphql-ws protocol), not over HTTP.'));
+        },
+      };
+    },
+  };
+}
+
 /** Logs what will be masked, with the request id that the masked error carries to the client. */
 function maskedErrorLogging(logger: Logger): ApolloServerPlugin<Context> {
   return {
@@ -116,6 +130,7 @@ export function createApolloServer(options: ApolloOptions): ApolloServer<Context
       maskedErrorLogging(options.logger),
       unavailableAnswers(options.outages),
       inputBounds(),
+      subscriptionsOverWebSocketOnly(),
       ...(options.plugins ?? []),
     ],
   });

@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { AuthenticationError } from '../errors/domain-errors.js';
 import { LoaderRegistry } from './loaders.js';
+import type { LiveSession } from './live-session.js';
 
 /** One per request, the same for a GraphQL request and for a REST route executing its operation. */
 export interface Context {
@@ -17,9 +18,11 @@ export interface Context {
   transactions: TransactionRunner;
   /** The client's address as Express derives it (`TRUST_PROXY`), for limits keyed by address. */
   clientAddress: string;
+  /** Only on operations over WebSocket: the connection's event streams for subscriptions. */
+  live?: LiveSession;
 }
 
-export function createContext(options: { em: EntityManager; authentication: Authentication; requestId: string; runtime: Runtime; transactions: TransactionRunner; clientAddress?: string }): Context {
+export function createContext(options: { em: EntityManager; authentication: Authentication; requestId: string; runtime: Runtime; transactions: TransactionRunner; clientAddress?: string; live?: LiveSession }): Context {
   return { ...options, clientAddress: options.clientAddress ?? 'unknown', loaders: new LoaderRegistry() };
 }
 

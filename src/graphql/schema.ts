@@ -6,6 +6,7 @@ import { authChecker } from '../auth/auth-checker.js';
 import { features } from '../app/features.js';
 import { unboundedStringInputs } from './input-bounds.js';
 import { installPlainResolvers } from './plain-resolvers.js';
+import { contextOnlyPubSub } from './live-session.js';
 
 let built: Promise<GraphQLSchema> | undefined;
 
@@ -17,6 +18,7 @@ export function buildAppSchema(): Promise<GraphQLSchema> {
     authMode: 'error',
     validate: false,
     scalarsMap: [{ type: Date, scalar: DateTimeResolver }],
+    pubSub: contextOnlyPubSub,
   }).then((schema) => {
     const unbounded = unboundedStringInputs(schema);
     if (unbounded.length) throw new Error(`String inputs without a declared length bound (@MaxLength): ${unbounded.join(', ')}`);

@@ -9,6 +9,7 @@ interface BearerRow {
   scope: string;
   role: string;
   delegation_type: string;
+  expires_at: Date | string;
 }
 
 /**
@@ -20,7 +21,7 @@ export const bearerCredentials: CredentialResolver = {
   scheme: 'bearer',
   async resolve(em, digest, now) {
     const [row] = await em.execute<BearerRow[]>(
-      `select d.id, d.account_id, d.user_id, d.scope, d.delegation_type, u.role
+      `select d.id, d.account_id, d.user_id, d.scope, d.delegation_type, u.role, d.expires_at
          from oauth_delegations d
          join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null
         where d.access_token_digest = ? and d.status = 'issued' and d.expires_at > ?`,
@@ -37,6 +38,7 @@ export const bearerCredentials: CredentialResolver = {
       firstParty: row.delegation_type === 'mobile' || row.delegation_type === 'web',
       // A user's keys and tokens share one budget.
       rateLimitKey: `user:${row.user_id}`,
+      expiresAt: new Date(row.expires_at),
     };
     return principal;
   },

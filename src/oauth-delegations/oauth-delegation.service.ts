@@ -8,6 +8,7 @@ import { SCOPES } from '../auth/scopes.js';
 import { digestSecret, newSecretToken } from '../auth/secrets.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import type { TransactionRunner } from '../db/transaction.js';
+import { recordChange } from '../db/change-journal.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { delegationsRevoked } from '../observability/metrics.js';
 import type { DeletedUser } from '../users/user-lifecycle.js';
@@ -120,6 +121,7 @@ async function revokeIssued(
     revocationReason: by.reason,
   });
   if (revoked) delegationsRevoked.inc({ reason: by.reason }, revoked);
+  if (revoked) recordChange(em, { accountId: scope.accountId, action: 'revoke_oauth_delegations', resource: { type: 'user', id: scope.userId }, userId: scope.userId, fields: [{ name: 'oauthDelegations' }], revokesAccess: true });
   return revoked;
 }
 

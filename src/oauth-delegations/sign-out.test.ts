@@ -33,15 +33,16 @@ interface Row {
   revoked_by_kind: string | null;
   revoked_by_credential_id: string | null;
   revocation_reason: string | null;
+  expires_at: Date;
 }
 
 async function row(id: string): Promise<Row> {
   const [found] = await h.database.em().execute<Row[]>(
-    'select id, status, revoked_at, revoked_by_kind, revoked_by_credential_id, revocation_reason from oauth_delegations where id = ?',
+    'select id, status, revoked_at, revoked_by_kind, revoked_by_credential_id, revocation_reason, expires_at from oauth_delegations where id = ?',
     [id],
   );
   // Raw rows: PGlite hands back Dates, PostgreSQL (through MikroORM) ISO strings.
-  return { ...found!, revoked_at: found!.revoked_at === null ? null : new Date(found!.revoked_at) };
+  return { ...found!, revoked_at: found!.revoked_at === null ? null : new Date(found!.revoked_at), expires_at: new Date(found!.expires_at) };
 }
 
 async function accountKeyId(account: TestAccount): Promise<string> {
@@ -73,6 +74,7 @@ describe('bearer tokens', () => {
       scopes: new Set(['users.read', 'oauth_delegations.read']),
       firstParty: true,
       rateLimitKey: `user:${user.id}`,
+      expiresAt: (await row(mobile.id)).expires_at,
     });
   });
 

@@ -11,6 +11,7 @@ interface FlowTokenRow {
   client_id: string;
   role: string | null;
   delegation_type: string;
+  expires_at: Date | string;
 }
 
 /**
@@ -24,7 +25,7 @@ export const flowTokenCredentials: CredentialResolver = {
   async resolve(em, digest, now) {
     const at = now.toISOString();
     const [row] = await em.execute<FlowTokenRow[]>(
-      `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, d.delegation_type, u.role
+      `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, d.delegation_type, u.role, least(r.expires_at, d.expires_at) as expires_at
          from oauth_server_records r
          join oauth_delegations d on d.grant_id = r.grant_id and d.status = 'issued' and d.expires_at > ?
          left join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null
@@ -41,6 +42,7 @@ export const flowTokenCredentials: CredentialResolver = {
         credentialId: row.delegation_id,
         scopes,
         rateLimitKey: `oauth-app:${row.client_id}`,
+        expiresAt: new Date(row.expires_at),
       };
       return principal;
     }
@@ -55,6 +57,7 @@ export const flowTokenCredentials: CredentialResolver = {
       // A third-party app's grant is recorded as an `integration` delegation acting as the user.
       firstParty: row.delegation_type === 'mobile' || row.delegation_type === 'web',
       rateLimitKey: `user:${row.user_id}`,
+      expiresAt: new Date(row.expires_at),
     };
     return principal;
   },

@@ -182,3 +182,29 @@ export function metricsTokenMatches(configured: string, authorization: string | 
   const digest = (value: string) => createHash('sha256').update(value).digest();
   return timingSafeEqual(digest(presented), digest(configured));
 }
+
+export const liveConnections = new Gauge({
+  name: 'live_connections',
+  help: 'Open GraphQL-over-WebSocket connections (acknowledged: their credential was accepted).',
+  registers: [metricsRegistry],
+});
+
+export const liveSubscriptions = new Gauge({
+  name: 'live_subscriptions',
+  help: 'Active GraphQL subscriptions, over all connections.',
+  registers: [metricsRegistry],
+});
+
+export const liveEventsSent = new Counter({
+  name: 'live_events_sent_total',
+  help: 'Subscription events sent to clients, by subscription field.',
+  labelNames: ['field'] as const,
+  registers: [metricsRegistry],
+});
+
+export const liveEventsDropped = new Counter({
+  name: 'live_events_dropped_total',
+  help: 'Subscription events not delivered, by reason (slow_client: the connection was closed for not reading; undecodable; overflow).',
+  labelNames: ['reason'] as const,
+  registers: [metricsRegistry],
+});

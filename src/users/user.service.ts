@@ -6,11 +6,12 @@ import { policy } from '../auth/policy.js';
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { PUBLIC_ID_PATTERN, newPublicId } from '../db/public-id.js';
 import type { TransactionRunner } from '../db/transaction.js';
+import { recordChange } from '../db/change-journal.js';
 import { User } from './user.entity.js';
 import type { UserDeletedHook } from './user-lifecycle.js';
 import { lockLiveUser } from './user-locks.js';
 import type { UserRow } from './user.reads.js';
-import { UserWrites, type LockedUser, type UserPatch } from './user.writes.js';
+import { UserWrites, userUpdated, type LockedUser, type UserPatch } from './user.writes.js';
 import { normalizeEmail, validateUserFields, type UserFields } from './user.validation.js';
 
 export const MAX_USERS_PER_BULK_UPDATE = 100;
@@ -137,7 +138,9 @@ export class UsersService {
       if (taken) throw new InvalidInputError(`${label(taken.index)}email has already been taken`);
 
       try {
-        return await writes.apply(patches, fields);
+        const rows = await writes.apply(patches, fields);
+        for (const patch of patches) recordChange(em, userUpdated(this.principal.accountId, patch, byId.get(patch.id)!));
+        return rows;
       } catch (error) {
         if (isEmailConflict(error)) throw new InvalidInputError('email has already been taken');
         throw error;
@@ -156,6 +159,7 @@ export class UsersService {
       const deletedAt = new Date();
       user.deletedAt = deletedAt;
       await em.flush();
+      recordChange(em, { accountId: this.principal.accountId, action: 'delete', resource: { type: 'user', id: user.id }, userId: user.id, revokesAccess: true });
       for (const hook of this.deletedHooks) await hook(em, { id: user.id, accountId: this.principal.accountId, deletedAt }, this.principal);
     }, 'users.delete');
   }

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/sql';
+import type { Change } from '../db/change-journal.js';
 import type { UserRole } from '../auth/roles.js';
 import { patchUpdateStatement, writePath, type WritePath } from '../db/write-path.js';
 import { lockLiveUserRows } from './user-locks.js';
@@ -13,6 +14,12 @@ export interface LockedUser {
 }
 
 export type UserPatch = UserFields & { id: string };
+
+/** The change an update makes, for the commit hooks (`recordChange`): the fields it sets, and whether the role moves (access changes). */
+export function userUpdated(accountId: string, patch: UserPatch, before: LockedUser): Change {
+  const fields = Object.entries(patch).filter(([name, value]) => name !== 'id' && value !== undefined).map(([name]) => ({ name }));
+  return { accountId, action: 'update', resource: { type: 'user', id: patch.id }, userId: patch.id, fields, revokesAccess: patch.role !== undefined && patch.role !== before.role };
+}
 
 /**
  * Updates of users on the write path (src/db/write-path.ts), inside the caller's transaction:

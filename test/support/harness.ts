@@ -86,6 +86,7 @@ export interface HarnessOptions extends TestDatabaseOptions {
   outageLogIntervalMs?: number;
   /** Serves `GET /metrics` to this bearer token. */
   metricsToken?: string;
+  liveUpdates?: import('../../src/config/config.js').LiveUpdateLimits;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -108,6 +109,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     http: options.http,
     outageLogIntervalMs: options.outageLogIntervalMs,
     metricsToken: options.metricsToken,
+    liveUpdates: options.liveUpdates,
   });
   const agent = supertest(server.app);
   const served = options.settings?.openapiDocument === false ? server.openApiDocument : (await agent.get('/openapi.json').expect(200)).body;

@@ -23,6 +23,19 @@ export type Scalars = {
   URL: { input: string; output: string; }
 };
 
+/** Why the connection's credential no longer grants what it was accepted with. */
+export type AccessRevocationReason =
+  /** The credential still works but grants something else now (a changed role): reconnect to be authorized anew. */
+  | 'ACCESS_CHANGED'
+  /** The token reached its expiry. */
+  | 'CREDENTIAL_EXPIRED'
+  /** The key or token was revoked (a sign-out, `DELETE /oauth_delegations`, an app deleted). */
+  | 'CREDENTIAL_REVOKED'
+  /** The credential's user was deleted. */
+  | 'USER_DELETED'
+  /** The credential's user was suspended. */
+  | 'USER_SUSPENDED';
+
 /** The current password proves it is the user; the new one replaces it. */
 export type ChangeMyPasswordInput = {
   currentPassword: Scalars['String']['input'];
@@ -142,6 +155,18 @@ export type UpdateUserInput = {
 export type UpdateUsersInput = {
   users: Array<UpdateUserInput>;
 };
+
+export type UserChangeKind =
+  /** Another change of the user. */
+  | 'CHANGED'
+  /** The user was deleted; `user` is null. */
+  | 'DELETED'
+  /** Changes may have been missed (the server lost its event feed for a while, or this client fell behind): read the user again. */
+  | 'RESYNC'
+  /** The user was suspended. */
+  | 'SUSPENDED'
+  /** Presented fields changed (`changedFields`). */
+  | 'UPDATED';
 
 /** A user's role; `OWNER` and `ADMIN` hold can_update_user. Nobody can be made `OWNER` through the API. */
 export type UserRole =

@@ -1,0 +1,225 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { authenticate, type CredentialResolver } from '../auth/authenticate.js';
+import { scopesOf, type Principal } from '../auth/principal.js';
+import type { Database } from '../db/database.js';
+import type { AccessRevocationReason, LiveChange, LiveMessage, LiveSession, ViewerAccessMessage } from '../graphql/live-session.js';
+import type { Logger } from '../logging/logger.js';
+import { liveEventsDropped } from '../observability/metrics.js';
+import { EventStream } from './event-stream.js';
+
+/** Events one subscription may have waiting; more means the client is far behind: it is told `resync` instead. */
+const MAX_BACKLOG_PER_SUBSCRIPTION = 64;
+/** How long the server waits for `viewerAccessRevoked` to be sent before it closes the connection. */
+const REVOCATION_NOTICE_MS = 250;
+/** A re-check that could not reach the database is tried again after this long. */
+const RECHECK_RETRY_MS = 1_000;
+/** setTimeout's ceiling; a later expiry is re-armed when it is reached. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** Closes the connection: its credential no longer grants what it was accepted with. */
+export const CLOSE_ACCESS_REVOKED = 4403;
+
+/** What the hub needs of one WebSocket connection. */
+export interface LiveConnectionSocket {
+  close(code: number, reason: string): void;
+}
+
+/**
+ * One accepted connection: the credential it presented (kept to re-check it against the database
+ * when its user's access changes and at its expiry), the principal it acts as, its streams.
+ */
+export class LiveConnection {
+  revoked = false;
+  private readonly viewerStreams = new Set<EventStream<ViewerAccessMessage>>();
+  readonly userStreams = new Set<EventStream<LiveMessage>>();
+  expiryTimer?: NodeJS.Timeout;
+  recheck?: Promise<void>;
+  recheckAgain = false;
+
+  constructor(
+    readonly id: string,
+    readonly socket: LiveConnectionSocket,
+    readonly authorization: string,
+    public principal: Principal,
+  ) {}
+
+  get userId(): string | undefined {
+    return 'userId' in this.principal ? this.principal.userId : undefined;
+  }
+
+  viewerStream(): EventStream<ViewerAccessMessage> {
+    const stream: EventStream<ViewerAccessMessage> = new EventStream<ViewerAccessMessage>(4, () => ({ reason: 'access_changed', occurredAt: new Date() }), () => this.viewerStreams.delete(stream));
+    this.viewerStreams.add(stream);
+    return stream;
+  }
+
+  /** Tells every `viewerAccessRevoked` subscription, waits (bounded) until it is sent, then closes. */
+  async revoke(reason: AccessRevocationReason): Promise<void> {
+    if (this.revoked) return;
+    this.revoked = true;
+    clearTimeout(this.expiryTimer);
+    const message: ViewerAccessMessage = { reason, occurredAt: new Date() };
+    const streams = [...this.viewerStreams];
+    for (const stream of streams) stream.push(message);
+    await Promise.race([Promise.all(streams.map((stream) => stream.whenDelivered())), sleep(REVOCATION_NOTICE_MS)]);
+    this.socket.close(CLOSE_ACCESS_REVOKED, `Forbidden: ${reason.replace(/_/g, ' ')}`);
+  }
+
+  end(): void {
+    clearTimeout(this.expiryTimer);
+    for (const stream of [...this.viewerStreams, ...this.userStreams]) stream.end();
+  }
+}
+
+function sameGrants(a: Principal, b: Principal): boolean {
+  if (a.kind !== b.kind || a.accountId !== b.accountId || a.credentialId !== b.credentialId) return false;
+  if ('role' in a && 'role' in b && a.role !== b.role) return false;
+  if (a.kind === 'account_key' && b.kind === 'account_key' && a.readOnly !== b.readOnly) return false;
+  const scopesA = scopesOf(a);
+  const scopesB = scopesOf(b);
+  if (scopesA && scopesB && (scopesA.size !== scopesB.size || [...scopesA].some((scope) => !scopesB.has(scope)))) return false;
+  return true;
+}
+
+function revocationReason(change: LiveChange | undefined, expired: boolean): AccessRevocationReason {
+  if (expired) return 'credential_expired';
+  if (change?.resourceType === 'user' && change.action === 'delete') return 'user_deleted';
+  if (change?.resourceType === 'user' && change.action === 'suspend') return 'user_suspended';
+  return 'credential_revoked';
+}
+
+/**
+ * An instance's live state: its accepted connections and the streams of their subscriptions, fed
+ * by the changes its listening connection hears. A change that takes access away from a user
+ * re-checks, against the database, the credential of every connection acting as that user (or for
+ * the whole account): what no longer authenticates, or now grants less, is told and closed (4403).
+ * Suspension, deletion, revocation and a lowered role all work this way, whoever announces them.
+ */
+export class LiveHub {
+  private readonly connections = new Set<LiveConnection>();
+  private readonly userTopics = new Map<string, Set<EventStream<LiveMessage>>>();
+  private readonly perCredential = new Map<string, number>();
+
+  constructor(
+    private readonly database: Pick<Database, 'em'>,
+    private readonly resolvers: readonly CredentialResolver[],
+    private readonly logger: Logger,
+  ) {}
+
+  get size(): number {
+    return this.connections.size;
+  }
+
+  connectionsOf(credentialId: string): number {
+    return this.perCredential.get(credentialId) ?? 0;
+  }
+
+  add(connection: LiveConnection, expiresAt: Date | undefined): void {
+    this.connections.add(connection);
+    this.perCredential.set(connection.principal.credentialId, this.connectionsOf(connection.principal.credentialId) + 1);
+    this.armExpiry(connection, expiresAt);
+  }
+
+  remove(connection: LiveConnection): void {
+    if (!this.connections.delete(connection)) return;
+    connection.end();
+    const left = this.connectionsOf(connection.principal.credentialId) - 1;
+    if (left > 0) this.perCredential.set(connection.principal.credentialId, left);
+    else this.perCredential.delete(connection.principal.credentialId);
+  }
+
+  /** The event streams a subscription of `connection` reads. */
+  session(connection: LiveConnection): LiveSession {
+    return {
+      userEvents: (userId) => {
+        const topic = `${connection.principal.accountId}:${userId}`;
+        const subscribers = this.userTopics.get(topic) ?? new Set();
+        this.userTopics.set(topic, subscribers);
+        const stream: EventStream<LiveMessage> = new EventStream<LiveMessage>(
+          MAX_BACKLOG_PER_SUBSCRIPTION,
+          (dropped) => {
+            liveEventsDropped.inc({ reason: 'overflow' }, dropped);
+            return { kind: 'resync' };
+          },
+          () => {
+            subscribers.delete(stream);
+            if (subscribers.size === 0) this.userTopics.delete(topic);
+            connection.userStreams.delete(stream);
+          },
+        );
+        subscribers.add(stream);
+        connection.userStreams.add(stream);
+        return stream;
+      },
+      viewerAccessEvents: () => connection.viewerStream(),
+    };
+  }
+
+  /** Committed changes, from this instance or another. */
+  publish(changes: readonly LiveChange[]): void {
+    for (const change of changes) {
+      if (change.resourceType === 'user') {
+        for (const stream of this.userTopics.get(`${change.accountId}:${change.resourceId}`) ?? []) stream.push({ kind: 'change', change });
+      }
+      if (!change.revokesAccess) continue;
+      for (const connection of this.connections) {
+        if (connection.principal.accountId !== change.accountId) continue;
+        // Account-level credentials (keys, apps) are re-checked on any revocation in their account: one indexed query each.
+        if (connection.userId === undefined || connection.userId === change.userId || connection.principal.credentialId === change.resourceId) this.recheck(connection, change);
+      }
+    }
+  }
+
+  /** The listening connection was lost: whatever was announced meanwhile is unknown. Streams say `resync`; every credential is re-checked. */
+  resync(): void {
+    for (const subscribers of this.userTopics.values()) for (const stream of subscribers) stream.push({ kind: 'resync' });
+    for (const connection of this.connections) this.recheck(connection, undefined);
+  }
+
+  /** Closes every connection with `code` (shutdown: 1001). */
+  closeAll(code: number, reason: string): void {
+    for (const connection of [...this.connections]) {
+      connection.socket.close(code, reason);
+      this.remove(connection);
+    }
+  }
+
+  private armExpiry(connection: LiveConnection, expiresAt: Date | undefined): void {
+    clearTimeout(connection.expiryTimer);
+    connection.expiryTimer = undefined;
+    if (!expiresAt) return;
+    const delay = Math.max(0, expiresAt.getTime() - Date.now());
+    connection.expiryTimer = setTimeout(() => {
+      if (delay > MAX_TIMER_MS) this.armExpiry(connection, expiresAt);
+      else this.recheck(connection, undefined, true);
+    }, Math.min(delay, MAX_TIMER_MS));
+    connection.expiryTimer.unref();
+  }
+
+  /** Re-checks the connection's credential as a new request's would be; one at a time per connection. */
+  private recheck(connection: LiveConnection, change: LiveChange | undefined, expiring = false): void {
+    if (connection.revoked || !this.connections.has(connection)) return;
+    if (connection.recheck) {
+      connection.recheckAgain = true;
+      return;
+    }
+    connection.recheck = (async () => {
+      try {
+        const authentication = await authenticate(this.database.em(), connection.authorization, this.resolvers);
+        if (authentication.status !== 'authenticated') return await connection.revoke(revocationReason(change, expiring));
+        if (!sameGrants(connection.principal, authentication.principal)) return await connection.revoke('access_changed');
+        connection.principal = authentication.principal;
+        this.armExpiry(connection, authentication.principal.expiresAt);
+      } catch (error) {
+        this.logger.warn({ err: error, connection: connection.id }, 'live updates: could not re-check a connection\'s credential; retrying');
+        setTimeout(() => this.recheck(connection, change, expiring), RECHECK_RETRY_MS).unref();
+      } finally {
+        connection.recheck = undefined;
+        if (connection.recheckAgain) {
+          connection.recheckAgain = false;
+          this.recheck(connection, change, expiring);
+        }
+      }
+    })();
+  }
+}

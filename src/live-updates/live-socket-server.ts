@@ -1,0 +1,294 @@
+import { randomUUID } from 'node:crypto';
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { getOperationAST, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { makeServer, handleProtocols, type ConnectionInitMessage } from 'graphql-ws';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Runtime } from '../app/runtime.js';
+import { authenticate } from '../auth/authenticate.js';
+import type { RateLimiter } from '../auth/rate-limit.js';
+import type { LiveUpdateLimits } from '../config/config.js';
+import type { Database } from '../db/database.js';
+import type { NotificationListener } from '../db/notification-listener.js';
+import { InvalidInputError, RateLimitedError } from '../errors/domain-errors.js';
+import { createContext, type Context } from '../graphql/context.js';
+import { formatGraphQLError } from '../graphql/errors.js';
+import { withLazyEntityManager } from '../graphql/live-session.js';
+import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from '../graphql/input-bounds.js';
+import { GRAPHQL_MAX_TOKENS, documentShapeProblem, queryLimitRules, type QueryLimits } from '../graphql/limits.js';
+import type { Logger } from '../logging/logger.js';
+import { liveConnections, liveEventsDropped, liveEventsSent, liveSubscriptions, rateLimitDecisions } from '../observability/metrics.js';
+import { decodeLiveChanges, LIVE_CHANNEL } from './live-change.codec.js';
+import { LiveConnection, LiveHub } from './live-hub.js';
+
+export const DEFAULT_LIVE_LIMITS: LiveUpdateLimits = {
+  maxConnectionsPerCredential: 10,
+  maxSubscriptionsPerConnection: 20,
+  maxBufferedBytes: 262_144,
+  keepAliveMs: 12_000,
+};
+
+/** Close codes of the graphql-ws protocol family this server uses (besides 1001 going away and 4403 access revoked). */
+const CLOSE_UNAUTHORIZED = 4401;
+const CLOSE_TOO_MANY = 4429;
+const CLOSE_INTERNAL = 4500;
+/** A `connection_init` must arrive within this long after the upgrade. */
+const CONNECTION_INIT_TIMEOUT_MS = 5_000;
+/** A client message larger than this (a subscribe document is at most 5,000 tokens) closes the socket. */
+const MAX_CLIENT_MESSAGE_BYTES = 256 * 1024;
+/** After the 1001 close frame, a client that does not answer is cut after this long. */
+const CLOSE_HANDSHAKE_MS = 1_000;
+
+export interface LiveUpdatesOptions {
+  httpServer: http.Server;
+  schema: GraphQLSchema;
+  database: Database;
+  runtime: Runtime;
+  rateLimiter: RateLimiter;
+  logger: Logger;
+  limits: LiveUpdateLimits;
+  queryLimits: QueryLimits;
+}
+
+export interface LiveUpdates {
+  hub: LiveHub;
+  /** From now on upgrades are refused (503): clients reconnect to another instance. */
+  beginDraining(): void;
+  /** Closes every socket with 1001 and the listening connection. */
+  close(): Promise<void>;
+}
+
+interface Extra {
+  socket: WebSocket;
+  request: http.IncomingMessage;
+  connection?: LiveConnection;
+  subscriptions: Set<string>;
+  /** The root field of each subscription, the label of its sent events. */
+  fields: Map<string, string>;
+}
+
+function authorizationOf(params: Readonly<Record<string, unknown>> | undefined): string | undefined {
+  const value = params?.authorization ?? params?.Authorization;
+  return typeof value === 'string' ? value : undefined;
+}
+
+function pathOf(url: string | undefined): string {
+  return (url ?? '').split('?')[0]!;
+}
+
+function refuseUpgrade(socket: Duplex, status: number, text: string): void {
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+}
+
+/** Errors answered to a subscribe message, formatted as on POST /graphql. */
+function asGraphQLErrors(error: Error): GraphQLError[] {
+  return [error instanceof GraphQLError ? error : new GraphQLError(error.message, { originalError: error })];
+}
+
+function formatted(errors: readonly GraphQLError[]) {
+  return errors.map((error) => formatGraphQLError(error.toJSON(), error));
+}
+
+/**
+ * GraphQL subscriptions over WebSocket (the graphql-ws protocol) on the HTTP server's `/graphql`,
+ * against the same schema, auth checker and limits as POST /graphql; events from the instance's
+ * one listening connection (LISTEN on `live_changes`), which every instance's commits notify.
+ */
+export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<LiveUpdates> {
+  const { httpServer, schema, database, runtime, rateLimiter, logger, limits } = options;
+  const hub = new LiveHub(database, runtime.credentialResolvers, logger);
+  const validationRules = [...specifiedRules, ...queryLimitRules(options.queryLimits)];
+  let draining = false;
+
+  const listener: NotificationListener = await database.listen(LIVE_CHANNEL, {
+    notification(payload) {
+      const { changes, malformed } = decodeLiveChanges(payload);
+      if (malformed) liveEventsDropped.inc({ reason: 'undecodable' }, malformed);
+      hub.publish(changes);
+    },
+    reconnected() {
+      logger.info('live updates: listening connection restored; subscribers told to resync');
+      hub.resync();
+    },
+    lost(error) {
+      logger.warn({ err: error }, 'live updates: listening connection lost; reconnecting');
+    },
+  });
+
+  const consume = async (key: string): Promise<boolean> => {
+    const decision = await rateLimiter.consume(key);
+    rateLimitDecisions.inc({ decision: decision.allowed ? 'allowed' : 'limited', store: decision.store });
+    return decision.allowed;
+  };
+
+  const server = makeServer<ConnectionInitMessage['payload'], Extra>({
+    schema,
+    connectionInitWaitTimeout: CONNECTION_INIT_TIMEOUT_MS,
+    async onConnect(ctx) {
+      const { socket } = ctx.extra;
+      const authorization = authorizationOf(ctx.connectionParams);
+      const authentication = await authenticate(database.em(), authorization, runtime.credentialResolvers);
+      if (authentication.status !== 'authenticated') {
+        // As over HTTP, a request without a valid credential draws on its client address's budget (guessing tokens costs the same here).
+        await consume(`address:${ctx.extra.request.socket.remoteAddress}`);
+        socket.close(CLOSE_UNAUTHORIZED, authentication.status === 'anonymous' ? 'Unauthorized: connection_init must carry an authorization' : 'Unauthorized: the credential is unknown, revoked or expired');
+        return false;
+      }
+      const { principal } = authentication;
+      if (!(await consume(principal.rateLimitKey))) {
+        socket.close(CLOSE_TOO_MANY, 'Rate limit exceeded');
+        return false;
+      }
+      if (hub.connectionsOf(principal.credentialId) >= limits.maxConnectionsPerCredential) {
+        socket.close(CLOSE_TOO_MANY, `Too many connections for this credential (at most ${limits.maxConnectionsPerCredential})`);
+        return false;
+      }
+      if (socket.readyState !== socket.OPEN) return false;
+      const connection = new LiveConnection(randomUUID(), socket, authorization!, principal);
+      ctx.extra.connection = connection;
+      hub.add(connection, principal.expiresAt);
+      liveConnections.inc();
+      return true;
+    },
+    async onSubscribe(ctx, id, payload) {
+      const { connection, subscriptions } = ctx.extra;
+      if (!connection || connection.revoked) return asGraphQLErrors(new GraphQLError('The connection\'s access was revoked.', { extensions: { code: 'UNAUTHENTICATED' } }));
+      // graphql-ws registers the operation before this hook runs (synchronously, as messages arrive), so this counts it too.
+      if (Object.keys(ctx.subscriptions).length > limits.maxSubscriptionsPerConnection) {
+        return asGraphQLErrors(new InvalidInputError(`At most ${limits.maxSubscriptionsPerConnection} subscriptions per connection; complete one first.`));
+      }
+      if (!(await consume(connection.principal.rateLimitKey))) return asGraphQLErrors(new RateLimitedError(60));
+      const shape = documentShapeProblem(payload.query);
+      if (shape) return asGraphQLErrors(new InvalidInputError(shape));
+      let document: DocumentNode;
+      try {
+        document = parse(payload.query, { maxTokens: GRAPHQL_MAX_TOKENS });
+      } catch (error) {
+        return asGraphQLErrors(error as Error);
+      }
+      const invalid = validate(schema, document, validationRules);
+      if (invalid.length) return invalid;
+      const operation = getOperationAST(document, payload.operationName);
+      if (!operation) return asGraphQLErrors(new InvalidInputError('Name the operation to run (operationName).'));
+      if (operation.operation !== 'subscription') {
+        return asGraphQLErrors(new InvalidInputError('Only subscriptions are served over WebSocket; send queries and mutations with POST /graphql.'));
+      }
+      try {
+        assertOperationInputsAcceptable(schema, document, payload.operationName, payload.variables);
+      } catch (error) {
+        if (error instanceof InvalidInputError) return [inputProblemsAsGraphQLError(error)];
+        throw error;
+      }
+      const requestId = `${connection.id}/${id}`;
+      const contextValue: Context = withLazyEntityManager(createContext({
+        em: undefined as unknown as Context['em'],
+        authentication: { status: 'authenticated', principal: connection.principal },
+        requestId,
+        runtime,
+        transactions: database.transactions.onBehalfOf({ face: 'graphql', principal: connection.principal, requestId, remoteAddress: ctx.extra.request.socket.remoteAddress, description: 'subscription' }),
+        live: hub.session(connection),
+      }), () => database.em());
+      subscriptions.add(id);
+      const field = operation.selectionSet.selections[0];
+      // A bounded label: the schema's subscription fields (validation refused any other name).
+      ctx.extra.fields.set(id, field?.kind === 'Field' ? field.name.value : 'unknown');
+      liveSubscriptions.inc();
+      return { schema, document, operationName: payload.operationName, variableValues: payload.variables ?? undefined, contextValue };
+    },
+    onNext(ctx, id, _payload, _args, result: ExecutionResult) {
+      liveEventsSent.inc({ field: ctx.extra.fields.get(id) ?? 'unknown' });
+      return result.errors ? { ...result, errors: formatted(result.errors) } : undefined;
+    },
+    onError(_ctx, _id, _payload, errors) {
+      return formatted(errors);
+    },
+    onComplete(ctx, id) {
+      ctx.extra.fields.delete(id);
+      if (ctx.extra.subscriptions.delete(id)) liveSubscriptions.dec();
+    },
+    onClose(ctx) {
+      liveSubscriptions.dec(ctx.extra.subscriptions.size);
+      ctx.extra.subscriptions.clear();
+      const { connection } = ctx.extra;
+      if (connection) {
+        hub.remove(connection);
+        liveConnections.dec();
+      }
+    },
+  });
+
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE_BYTES, handleProtocols: (protocols) => handleProtocols(protocols) });
+
+  const opened = (socket: WebSocket, request: http.IncomingMessage) => {
+    // A client that stops reading: what we send piles up in the socket's buffer. Past the bound
+    // the connection is cut (its events are dropped), so its memory is bounded by the bound.
+    const overBuffer = () => {
+      if (socket.bufferedAmount <= limits.maxBufferedBytes) return false;
+      liveEventsDropped.inc({ reason: 'slow_client' });
+      socket.terminate();
+      return true;
+    };
+    let pongWaited = false;
+    const keepAlive = setInterval(() => {
+      if (pongWaited) return socket.terminate();
+      pongWaited = true;
+      socket.ping();
+    }, limits.keepAliveMs);
+    keepAlive.unref();
+    socket.on('pong', () => {
+      pongWaited = false;
+    });
+    socket.on('error', (error) => logger.debug({ err: error }, 'live updates: socket error'));
+    const closed = server.opened(
+      {
+        protocol: socket.protocol,
+        send: async (data) => {
+          if (socket.readyState !== socket.OPEN) return;
+          socket.send(data);
+          overBuffer();
+        },
+        close: (code, reason) => socket.close(code, reason),
+        onMessage: (handle) =>
+          socket.on('message', (data) => {
+            handle(String(data)).catch((error: unknown) => {
+              logger.error({ err: error }, 'live updates: message handling failed');
+              socket.close(CLOSE_INTERNAL, 'Internal server error');
+            });
+          }),
+      },
+      { socket, request, subscriptions: new Set(), fields: new Map() },
+    );
+    socket.once('close', (code, reason) => {
+      clearInterval(keepAlive);
+      closed(code, String(reason)).catch((error: unknown) => logger.error({ err: error }, 'live updates: closing a connection failed'));
+    });
+  };
+
+  const onUpgrade = (request: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (pathOf(request.url) !== '/graphql') return refuseUpgrade(socket, 404, 'Not Found');
+    if (draining) return refuseUpgrade(socket, 503, 'Service Unavailable');
+    sockets.handleUpgrade(request, socket, head, (ws) => opened(ws, request));
+  };
+  httpServer.on('upgrade', onUpgrade);
+
+  return {
+    hub,
+    beginDraining() {
+      draining = true;
+    },
+    async close() {
+      draining = true;
+      httpServer.off('upgrade', onUpgrade);
+      const open = [...sockets.clients];
+      hub.closeAll(1001, 'Going away');
+      for (const socket of open) socket.close(1001, 'Going away');
+      await Promise.race([
+        Promise.all(open.map((socket) => (socket.readyState === socket.CLOSED ? undefined : new Promise((resolve) => socket.once('close', resolve))))),
+        new Promise((resolve) => setTimeout(resolve, CLOSE_HANDSHAKE_MS).unref()),
+      ]);
+      for (const socket of sockets.clients) socket.terminate();
+      await new Promise<void>((resolve) => sockets.close(() => resolve()));
+      await listener.close();
+    },
+  };
+}

@@ -1,0 +1,268 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import supertest from 'supertest';
+import { createApp, type App } from '../app/app.js';
+import { allCommitHooks, allEntities } from '../app/features.js';
+import { createRateLimiter } from '../auth/rate-limit.js';
+import { openDatabase, type Database } from '../db/database.js';
+import { createLogger } from '../logging/logger.js';
+import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
+import { metricsRegistry } from '../observability/metrics.js';
+import { startHarness, TEST_SETTINGS, type Harness } from '../../test/support/harness.js';
+import { authorizationOf, LiveTestClient, sleep } from '../../test/support/live-client.js';
+
+const LIMITS = { maxConnectionsPerCredential: 3, maxSubscriptionsPerConnection: 60, maxBufferedBytes: 16_384, keepAliveMs: 60_000 };
+const V2 = { Accept: 'application/vnd.pagerduty+json;version=2' };
+
+const VIEWER_REVOKED = 'subscription { viewerAccessRevoked { reason occurredAt } }';
+const USER_CHANGED = 'subscription ($id: ID!) { userChanged(id: $id) { kind userId changedFields user { id name jobTitle } } }';
+
+let a: Harness;
+let bDatabase: Database;
+let b: App;
+let bRest: ReturnType<typeof supertest>;
+let bStopped = false;
+
+async function listen(server: import('node:http').Server): Promise<void> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+}
+
+async function bearer(userId: string, type: 'web' | 'mobile', scopes = 'users.read', expiresInSeconds?: number): Promise<string> {
+  const { accessToken } = await issueDelegation(a.database.em(), { userId, type, scopes, expiresInSeconds });
+  return `Bearer ${accessToken}`;
+}
+
+const gauge = async (name: string, labels: Record<string, string> = {}) =>
+  (await metricsRegistry.getSingleMetric(name)!.get()).values
+    .filter((value) => Object.entries(labels).every(([label, wanted]) => value.labels[label] === wanted))
+    .reduce((sum, value) => sum + value.value, 0);
+
+beforeAll(async () => {
+  a = await startHarness({ liveUpdates: LIMITS });
+  await listen(a.httpServer);
+  // Instance B: its own pool and listening connection on the same PostgreSQL database (or, embedded, the same PGlite).
+  bDatabase = a.database.url
+    ? await openDatabase({ databaseUrl: a.database.url, dataDir: undefined, entities: allEntities(), commitHooks: allCommitHooks(), poolMax: 3 })
+    : a.database;
+  const logger = createLogger({ logLevel: 'silent' });
+  b = await createApp({ settings: TEST_SETTINGS, database: bDatabase, logger, serverSecret: a.runtime.serverSecret, rateLimiter: createRateLimiter({ perMinute: 1_000_000, logger }), liveUpdates: LIMITS });
+  await listen(b.httpServer);
+  bRest = supertest(b.app);
+});
+
+afterAll(async () => {
+  if (!bStopped) await b.stop(1_000);
+  if (bDatabase !== a.database) await bDatabase.close();
+  await a.close();
+});
+
+describe('across instances', () => {
+  test('a sign-out through B: the web session subscribed on A gets viewerAccessRevoked, then its socket closes 4403 within a second', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account);
+    const web = await LiveTestClient.connect(a.httpServer, await bearer(user.id, 'web'));
+    const mobile = await LiveTestClient.connect(a.httpServer, await bearer(user.id, 'mobile'));
+    web.subscribe('revoked', VIEWER_REVOKED);
+    mobile.subscribe('revoked', VIEWER_REVOKED);
+    await sleep(100);
+
+    const signedOutAt = Date.now();
+    expect((await bRest.delete(`/oauth_delegations?user_id=${user.id}&type=web`).set({ ...V2, Authorization: `Token token=${(account.key as { token: string }).token}` })).status).toBe(200);
+
+    const event = await web.waitFor((message) => message.id === 'revoked' && message.type === 'next');
+    expect(event.payload).toEqual({ data: { viewerAccessRevoked: { reason: 'CREDENTIAL_REVOKED', occurredAt: expect.any(String) } } });
+    const closed = await web.closed;
+    expect(closed.code).toBe(4403);
+    expect(closed.at - signedOutAt).toBeLessThan(1_000);
+    // The mobile session of the same user keeps its access and its connection.
+    await sleep(300);
+    expect(mobile.socket.readyState).toBe(mobile.socket.OPEN);
+    expect(mobile.events('revoked')).toEqual([]);
+    mobile.close();
+  });
+
+  test('userChanged after a PUT on B, with the fields and the user as it is now; a refused write announces nothing', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account);
+    const sentBefore = await gauge('live_events_sent_total', { field: 'userChanged' });
+    const viewer = await LiveTestClient.connect(a.httpServer, authorizationOf(account.key as { token: string }));
+    viewer.subscribe('changes', USER_CHANGED, { id: user.id });
+    await sleep(100);
+    expect(await gauge('live_subscriptions')).toBeGreaterThanOrEqual(1);
+
+    const key = `Token token=${(account.key as { token: string }).token}`;
+    const refused = await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: key }).send({ user: { name: 'Renamed', email: 'not-an-email' } });
+    expect(refused.status).toBe(400);
+    expect((await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: key }).send({ user: { job_title: 'SRE' } })).status).toBe(200);
+
+    const event = await viewer.waitFor((message) => message.id === 'changes' && message.type === 'next');
+    expect(event.payload.data.userChanged).toEqual({ kind: 'UPDATED', userId: user.id, changedFields: ['jobTitle'], user: { id: user.id, name: user.name, jobTitle: 'SRE' } });
+    await sleep(200);
+    // Only the committed write was announced: the refused one (and its name) never reached anyone.
+    expect(viewer.events('changes')).toHaveLength(1);
+    expect(await gauge('live_events_sent_total', { field: 'userChanged' })).toBe(sentBefore + 1);
+    viewer.close();
+  });
+
+  test('a deleted user: subscribers of the user see DELETED, the user\'s own connections are told and closed', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account);
+    const own = await LiveTestClient.connect(a.httpServer, authorizationOf(user.key as { token: string }));
+    own.subscribe('revoked', VIEWER_REVOKED);
+    const admin = await LiveTestClient.connect(a.httpServer, authorizationOf(account.key as { token: string }));
+    admin.subscribe('changes', USER_CHANGED, { id: user.id });
+    await sleep(100);
+    expect((await bRest.delete(`/users/${user.id}`).set({ ...V2, Authorization: `Token token=${(account.key as { token: string }).token}` })).status).toBe(204);
+    const revoked = await own.waitFor((message) => message.id === 'revoked' && message.type === 'next');
+    expect(revoked.payload.data.viewerAccessRevoked.reason).toBe('USER_DELETED');
+    expect((await own.closed).code).toBe(4403);
+    const deleted = await admin.waitFor((message) => message.id === 'changes' && message.type === 'next' && message.payload.data.userChanged.kind === 'DELETED');
+    expect(deleted.payload.data.userChanged.user).toBeNull();
+    admin.close();
+  });
+});
+
+describe('access that changes without a revocation', () => {
+  test('a role change through B: the user\'s connection on A is told ACCESS_CHANGED and closed; another user\'s stays', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account, { role: 'admin' });
+    const bystander = await a.createUser(account, { role: 'admin' });
+    const demoted = await LiveTestClient.connect(a.httpServer, authorizationOf(user.key as { token: string }));
+    const other = await LiveTestClient.connect(a.httpServer, authorizationOf(bystander.key as { token: string }));
+    demoted.subscribe('revoked', VIEWER_REVOKED);
+    other.subscribe('revoked', VIEWER_REVOKED);
+    await sleep(100);
+    const key = `Token token=${(account.key as { token: string }).token}`;
+    expect((await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: key }).send({ user: { role: 'observer' } })).status).toBe(200);
+    const event = await demoted.waitFor((message) => message.id === 'revoked' && message.type === 'next');
+    expect(event.payload.data.viewerAccessRevoked.reason).toBe('ACCESS_CHANGED');
+    expect((await demoted.closed).code).toBe(4403);
+    // The same credential, now an observer's, is accepted again on reconnection.
+    (await LiveTestClient.connect(a.httpServer, authorizationOf(user.key as { token: string }))).close();
+    expect(other.socket.readyState).toBe(other.socket.OPEN);
+    expect(other.events('revoked')).toEqual([]);
+    other.close();
+  });
+});
+
+describe('handshake and authorization', () => {
+  test('without a credential, or with a bad one, the connection is refused (4401)', async () => {
+    const anonymous = await LiveTestClient.open(a.httpServer);
+    expect((await anonymous.closed).code).toBe(4401);
+    const bad = await LiveTestClient.open(a.httpServer, 'Bearer not-a-token');
+    expect((await bad.closed).code).toBe(4401);
+    const malformed = await LiveTestClient.open(a.httpServer, 'Basic xyz');
+    expect((await malformed.closed).code).toBe(4401);
+    expect(anonymous.messages.concat(bad.messages, malformed.messages).some((message) => message.type === 'connection_ack')).toBe(false);
+  });
+
+  test('a token without users.read gets FORBIDDEN for userChanged, naming the scope; queries are refused over the socket', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account);
+    const client = await LiveTestClient.connect(a.httpServer, await bearer(user.id, 'mobile', 'oauth_delegations.read'));
+    client.subscribe('1', USER_CHANGED, { id: user.id });
+    const denied = await client.waitFor((message) => message.id === '1' && (message.type === 'next' || message.type === 'error'));
+    const errors = denied.type === 'next' ? denied.payload.errors : denied.payload;
+    expect(errors[0].extensions).toMatchObject({ code: 'FORBIDDEN', apiErrorCode: 2010 });
+    expect(errors[0].message).toContain('users.read');
+    client.subscribe('2', '{ viewer { id } }');
+    const query = await client.waitFor((message) => message.id === '2' && message.type === 'error');
+    expect(query.payload[0].extensions.code).toBe('BAD_USER_INPUT');
+    client.close();
+  });
+
+  test('another account\'s user ids see nothing: NOT_FOUND, as for an id that never existed, and no event', async () => {
+    const account = await a.createAccount();
+    const other = await a.createAccount();
+    const stranger = await a.createUser(other);
+    const client = await LiveTestClient.connect(a.httpServer, authorizationOf(account.key as { token: string }));
+    client.subscribe('foreign', USER_CHANGED, { id: stranger.id });
+    client.subscribe('missing', USER_CHANGED, { id: 'PNOSUCH' });
+    const foreign = await client.waitFor((message) => message.id === 'foreign' && message.type === 'next');
+    const missing = await client.waitFor((message) => message.id === 'missing' && message.type === 'next');
+    expect(foreign.payload.errors[0].extensions.code).toBe('NOT_FOUND');
+    expect(foreign.payload.errors.map((error: any) => error.message)).toEqual(missing.payload.errors.map((error: any) => error.message));
+    expect((await bRest.put(`/users/${stranger.id}`).set({ ...V2, Authorization: `Token token=${(other.key as { token: string }).token}` }).send({ user: { job_title: 'Secret' } })).status).toBe(200);
+    await sleep(300);
+    expect(client.messages.filter((message) => message.type === 'next' && message.payload.data)).toEqual([]);
+    client.close();
+  });
+
+  test('a subscription sent over HTTP is refused as bad input, never a 5xx', async () => {
+    const account = await a.createAccount();
+    const response = await a.graphql(VIEWER_REVOKED, undefined, account.key);
+    expect(response.status).toBeLessThan(500);
+    expect(response.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  });
+
+  test('a credential may hold a bounded number of connections', async () => {
+    const account = await a.createAccount();
+    const key = authorizationOf(await a.accountKey(account) as { token: string });
+    const open = await Promise.all(Array.from({ length: LIMITS.maxConnectionsPerCredential }, () => LiveTestClient.connect(a.httpServer, key)));
+    const refused = await LiveTestClient.open(a.httpServer, key);
+    expect((await refused.closed).code).toBe(4429);
+    for (const client of open) client.close();
+  });
+
+  test('a token that expires: its connection is told and closed (4403) at the expiry', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account);
+    const client = await LiveTestClient.connect(a.httpServer, await bearer(user.id, 'web', 'users.read', 2));
+    client.subscribe('revoked', VIEWER_REVOKED);
+    const event = await client.waitFor((message) => message.id === 'revoked' && message.type === 'next', 4_000);
+    expect(event.payload.data.viewerAccessRevoked.reason).toBe('CREDENTIAL_EXPIRED');
+    expect((await client.closed).code).toBe(4403);
+  });
+});
+
+describe('bounds', () => {
+  test('a client that never reads is closed, and what the server holds for it stays bounded', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account);
+    const key = `Token token=${(account.key as { token: string }).token}`;
+    expect((await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: key }).send({ user: { name: 'N'.repeat(100) } })).status).toBe(200);
+    const droppedBefore = await gauge('live_events_dropped_total', { reason: 'slow_client' });
+    const connectionsBefore = await gauge('live_connections');
+    const client = await LiveTestClient.connect(a.httpServer, key);
+    // Each event is ~20 KB (the name aliased 200 times): a few writes overflow any socket buffer.
+    const aliases = Array.from({ length: 200 }, (_, index) => `n${index}: name`).join(' ');
+    for (let index = 0; index < 50; index++) client.subscribe(`s${index}`, `subscription ($id: ID!) { userChanged(id: $id) { user { ${aliases} } } }`, { id: user.id });
+    await sleep(300);
+    (client.socket as unknown as { _socket: import('node:net').Socket })._socket.pause();
+    let writes = 0;
+    while (writes < 30 && (await gauge('live_connections')) > connectionsBefore) {
+      await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: key }).send({ user: { job_title: `Title ${writes++}` } });
+      await sleep(50);
+    }
+    // Cut by the server while the client was still not reading: the send buffer was the bound, not the client's goodwill.
+    expect(await gauge('live_connections')).toBe(connectionsBefore);
+    expect(await gauge('live_events_dropped_total', { reason: 'slow_client' })).toBeGreaterThan(droppedBefore);
+    (client.socket as unknown as { _socket: import('node:net').Socket })._socket.resume();
+    await client.closed;
+  });
+
+  test('subscriptions per connection are bounded', async () => {
+    const account = await a.createAccount();
+    const client = await LiveTestClient.connect(a.httpServer, authorizationOf(await a.accountKey(account) as { token: string }));
+    for (let index = 0; index <= LIMITS.maxSubscriptionsPerConnection; index++) client.subscribe(`v${index}`, VIEWER_REVOKED);
+    const refused = await client.waitFor((message) => message.type === 'error');
+    expect(refused.id).toBe(`v${LIMITS.maxSubscriptionsPerConnection}`);
+    expect(refused.payload[0].message).toContain(`At most ${LIMITS.maxSubscriptionsPerConnection}`);
+    client.close();
+  });
+
+  test('graceful shutdown closes subscribers with 1001 after the drain', async () => {
+    const account = await a.createAccount();
+    const client = await LiveTestClient.connect(b.httpServer, authorizationOf(account.key as { token: string }));
+    client.subscribe('revoked', VIEWER_REVOKED);
+    await sleep(100);
+    b.beginDraining();
+    await sleep(100);
+    expect(client.socket.readyState).toBe(client.socket.OPEN);
+    const refused = await LiveTestClient.open(b.httpServer, authorizationOf(account.key as { token: string })).catch((error: Error) => error);
+    expect(refused).toBeInstanceOf(Error);
+    const stopping = b.stop(2_000);
+    expect((await client.closed).code).toBe(1001);
+    await stopping;
+    bStopped = true;
+  });
+});

@@ -1,0 +1,45 @@
+import { Authorized, Ctx, Field, ObjectType, registerEnumType, Resolver, Root, Subscription } from 'type-graphql';
+import type { Context } from '../graphql/context.js';
+import { requireLiveSession, type AccessRevocationReason, type ViewerAccessMessage } from '../graphql/live-session.js';
+
+export const AccessRevocationReasonEnum = {
+  CREDENTIAL_REVOKED: 'credential_revoked',
+  CREDENTIAL_EXPIRED: 'credential_expired',
+  USER_DELETED: 'user_deleted',
+  USER_SUSPENDED: 'user_suspended',
+  ACCESS_CHANGED: 'access_changed',
+} as const satisfies Record<string, AccessRevocationReason>;
+
+registerEnumType(AccessRevocationReasonEnum, {
+  name: 'AccessRevocationReason',
+  description: 'Why the connection\'s credential no longer grants what it was accepted with.',
+  valuesConfig: {
+    CREDENTIAL_REVOKED: { description: 'The key or token was revoked (a sign-out, `DELETE /oauth_delegations`, an app deleted).' },
+    CREDENTIAL_EXPIRED: { description: 'The token reached its expiry.' },
+    USER_DELETED: { description: 'The credential\'s user was deleted.' },
+    USER_SUSPENDED: { description: 'The credential\'s user was suspended.' },
+    ACCESS_CHANGED: { description: 'The credential still works but grants something else now (a changed role): reconnect to be authorized anew.' },
+  },
+});
+
+@ObjectType({ description: 'The connection\'s own access was taken away; the server closes the WebSocket (4403) right after sending this.' })
+export class ViewerAccessRevokedEvent {
+  @Field(() => AccessRevocationReasonEnum)
+  reason!: AccessRevocationReason;
+
+  @Field(() => Date)
+  occurredAt!: Date;
+}
+
+@Resolver()
+export class ViewerAccessResolver {
+  // Any credential may learn that its own access is gone: no scope or role is required.
+  @Authorized()
+  @Subscription(() => ViewerAccessRevokedEvent, {
+    description: 'Sent once when the credential of this connection is revoked, expires, or its user is deleted or suspended (or loses rights); the socket then closes with 4403. WebSocket only (graphql-ws).',
+    subscribe: ({ context }) => requireLiveSession(context as Context).viewerAccessEvents(),
+  })
+  viewerAccessRevoked(@Root() message: ViewerAccessMessage, @Ctx() _context: Context): ViewerAccessRevokedEvent {
+    return { reason: message.reason, occurredAt: message.occurredAt };
+  }
+}

@@ -1,0 +1,74 @@
+import { Arg, Authorized, Ctx, Field, FieldResolver, ID, Info, ObjectType, registerEnumType, Resolver, Root, Subscription } from 'type-graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+import type { Requirement } from '../auth/auth-checker.js';
+import { requirePrincipal, type Context } from '../graphql/context.js';
+import { freshEventScope, requireLiveSession, type LiveMessage } from '../graphql/live-session.js';
+import { readPath } from '../db/read-path.js';
+import { selectedFieldNames } from '../graphql/selection.js';
+import { NotFoundError } from '../errors/domain-errors.js';
+import { UserReads, type UserRow } from './user.reads.js';
+import { UserType } from './user.type.js';
+
+export const UserChangeKindEnum = { UPDATED: 'updated', DELETED: 'deleted', SUSPENDED: 'suspended', CHANGED: 'changed', RESYNC: 'resync' } as const;
+type UserChangeKind = (typeof UserChangeKindEnum)[keyof typeof UserChangeKindEnum];
+
+registerEnumType(UserChangeKindEnum, {
+  name: 'UserChangeKind',
+  valuesConfig: {
+    UPDATED: { description: 'Presented fields changed (`changedFields`).' },
+    DELETED: { description: 'The user was deleted; `user` is null.' },
+    SUSPENDED: { description: 'The user was suspended.' },
+    CHANGED: { description: 'Another change of the user.' },
+    RESYNC: { description: 'Changes may have been missed (the server lost its event feed for a while, or this client fell behind): read the user again.' },
+  },
+});
+
+@ObjectType({ description: 'A change of a user, seen by a `userChanged` subscription.' })
+export class UserChangedEvent {
+  @Field(() => UserChangeKindEnum)
+  kind!: UserChangeKind;
+
+  @Field(() => ID)
+  userId!: string;
+
+  @Field(() => [String], { description: 'The presented fields that changed (GraphQL names); empty when unknown, on RESYNC and DELETED.' })
+  changedFields!: string[];
+}
+
+function kindOf(message: LiveMessage): UserChangeKind {
+  if (message.kind === 'resync') return 'resync';
+  const { action } = message.change;
+  if (action === 'update') return 'updated';
+  if (action === 'delete') return 'deleted';
+  if (action === 'suspend') return 'suspended';
+  return 'changed';
+}
+
+@Resolver(() => UserChangedEvent)
+export class UserChangedResolver {
+  @Authorized<Requirement>('users.read')
+  @Subscription(() => UserChangedEvent, {
+    description: 'Changes of one user of the account, as they commit, on any instance; NOT_FOUND for deleted users and other accounts\' ids. WebSocket only (graphql-ws).',
+    subscribe: async ({ args, context }) => {
+      const live = requireLiveSession(context as Context);
+      // The same answer as `user(id)`: another account's id is indistinguishable from one that never existed.
+      await new UserReads(readPath((context as Context).em), requirePrincipal(context as Context)).get(args.id as string, ['id']);
+      return live.userEvents(args.id as string);
+    },
+  })
+  userChanged(@Arg('id', () => ID) id: string, @Root() message: LiveMessage, @Ctx() context: Context): UserChangedEvent {
+    freshEventScope(context);
+    const fields = message.kind === 'change' ? (message.change.fields ?? []) : [];
+    return { kind: kindOf(message), userId: id, changedFields: fields };
+  }
+
+  @FieldResolver(() => UserType, { nullable: true, description: 'The user as it is now (read when the event is sent), with the subscriber\'s rights; null once deleted.' })
+  async user(@Root() event: UserChangedEvent, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UserRow | null> {
+    try {
+      return await new UserReads(readPath(context.em), requirePrincipal(context)).get(event.userId, selectedFieldNames(info));
+    } catch (error) {
+      if (error instanceof NotFoundError) return null;
+      throw error;
+    }
+  }
+}
