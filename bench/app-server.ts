@@ -27,6 +27,8 @@ const database = await openDatabase({
   commitHooks: allCommitHooks(),
   poolMax: 10,
   pooler: (process.env.BENCH_DATABASE_POOLER ?? 'none') as DatabasePooler,
+  // Live updates LISTEN on a direct connection: a transaction pooler cannot carry a session's LISTEN.
+  listenUrl: process.env.BENCH_LISTEN_URL,
   replicaUrls: (process.env.BENCH_REPLICA_URLS ?? '').split(',').filter(Boolean),
   ...(counting ? { onQuery: () => void statements++ } : {}),
 });

@@ -184,7 +184,7 @@ export async function scaleOutReport(settings: Settings): Promise<string[]> {
 
   if (settings.pgbouncerUrl) {
     const direct = await startServer('app-server.js', withDatabase(settings.primaryUrl));
-    const pooled = await startServer('app-server.js', withDatabase(settings.pgbouncerUrl), { BENCH_DATABASE_POOLER: 'pgbouncer-transaction' });
+    const pooled = await startServer('app-server.js', withDatabase(settings.pgbouncerUrl), { BENCH_DATABASE_POOLER: 'pgbouncer-transaction', BENCH_LISTEN_URL: withDatabase(settings.primaryUrl) });
     try {
       const results = await compare(settings, { a: direct, b: pooled }, scenarios, apiKey);
       output.push('', '#### PgBouncer (pool_mode = transaction) vs direct', '', ...header('direct', 'PgBouncer'), ...results.map((r) => row(r.scenario.name, r.a, r.b)));

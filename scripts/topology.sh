@@ -179,6 +179,7 @@ print_env() {
   cat <<EOF
 export DATABASE_URL=postgres://postgres@$HOST:$BOUNCER_PORT/postgres
 export DATABASE_POOLER=pgbouncer-transaction
+export DATABASE_LISTEN_URL=postgres://postgres@$HOST:$PRIMARY_PORT/postgres
 export TEST_DATABASE_ADMIN_URL=postgres://postgres@$HOST:$PRIMARY_PORT/postgres
 export TEST_REPLICA_URL=postgres://postgres@$HOST:$REPLICA_PORT/postgres
 EOF

@@ -79,13 +79,14 @@ test('METRICS_TOKEN is optional, and a weak one is refused', () => {
 test('scale-out settings: DATABASE_POOLER none or pgbouncer-transaction (needs DATABASE_URL), DATABASE_REPLICA_MAX_LAG_MS 2 s by default', () => {
   const url = 'postgres://app@db.internal:6432/app';
   expect(loadConfig({})).toMatchObject({ databasePooler: 'none', databaseReplicaMaxLagMs: 2_000, databaseReplicaUrls: [] });
-  expect(loadConfig({ DATABASE_URL: url, DATABASE_POOLER: 'pgbouncer-transaction', DATABASE_REPLICA_MAX_LAG_MS: '500', DATABASE_REPLICA_URLS: 'postgres://r1/app, postgres://r2/app' })).toMatchObject({
+  expect(loadConfig({ DATABASE_URL: url, DATABASE_POOLER: 'pgbouncer-transaction', DATABASE_LISTEN_URL: 'postgres://app@db-primary.internal:5432/app', DATABASE_REPLICA_MAX_LAG_MS: '500', DATABASE_REPLICA_URLS: 'postgres://r1/app, postgres://r2/app' })).toMatchObject({
     databasePooler: 'pgbouncer-transaction',
     databaseReplicaMaxLagMs: 500,
     databaseReplicaUrls: ['postgres://r1/app', 'postgres://r2/app'],
   });
   expect(() => loadConfig({ DATABASE_URL: url, DATABASE_POOLER: 'pgbouncer-session' })).toThrow(/DATABASE_POOLER must be one of none, pgbouncer-transaction/);
   expect(() => loadConfig({ DATABASE_POOLER: 'pgbouncer-transaction' })).toThrow(/DATABASE_POOLER needs DATABASE_URL/);
+  expect(() => loadConfig({ DATABASE_URL: url, DATABASE_POOLER: 'pgbouncer-transaction' })).toThrow(/needs DATABASE_LISTEN_URL/);
   for (const bad of ['0', '-1', '1.5', 'soon']) expect(() => loadConfig({ DATABASE_REPLICA_MAX_LAG_MS: bad })).toThrow(/DATABASE_REPLICA_MAX_LAG_MS must be an integer from 10/);
 });
 

@@ -201,6 +201,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
   if ((DATABASE_POOLERS as readonly string[]).includes(poolerRaw)) databasePooler = poolerRaw as DatabasePooler;
   else problems.push(`DATABASE_POOLER must be one of ${DATABASE_POOLERS.join(', ')} (got "${poolerRaw}")`);
   if (databasePooler !== 'none' && databaseUrl === undefined) problems.push('DATABASE_POOLER needs DATABASE_URL (the embedded database has no pooler)');
+  // A transaction pooler hands each transaction any server connection: a LISTEN through it hears nothing reliably.
+  if (databasePooler === 'pgbouncer-transaction' && databaseUrl !== undefined && databaseListenUrl === undefined) problems.push('DATABASE_POOLER=pgbouncer-transaction needs DATABASE_LISTEN_URL: a direct connection to the primary for the LISTEN of live updates');
 
   const apiVendor = read('API_VENDOR') ?? 'pagerduty';
   if (!/^[a-z0-9][a-z0-9.-]*$/i.test(apiVendor)) problems.push(`API_VENDOR must be a plain vendor name such as "pagerduty" (got "${apiVendor}")`);

@@ -63,6 +63,8 @@ export async function openTestDatabase(options: TestDatabaseOptions = {}): Promi
   const database = await openDatabase({
     databaseUrl: appUrl.toString(),
     pooler,
+    // Live updates LISTEN on a direct connection: PgBouncer in transaction mode cannot carry it.
+    listenUrl: pooler === 'none' ? undefined : url.toString(),
     replicaUrls: [...(options.replicaUrls ?? []), ...(options.replicaServers ?? []).map((server) => Object.assign(new URL(server), { pathname: `/${name}` }).toString())],
     replicaMaxLagMs: options.replicaMaxLagMs,
     replicaProbeIntervalMs: options.replicaProbeIntervalMs,
