@@ -1,3 +1,4 @@
+import { DEFAULT_AUDIT_RETENTION_DAYS, purgeAuditRecords } from '../audit/audit-maintenance.js';
 import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
@@ -38,7 +39,7 @@ export type AppSettings = Pick<
   'publicApiUrl' | 'publicWebUrl' | 'publicFeedUrl' | 'apiVendor' | 'introspection' | 'landingPage' | 'corsOrigins' | 'graphqlMaxDepth' | 'graphqlMaxCost'
 > &
   /** Unset: the document is served, the page is not. */
-  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage'>>;
+  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'auditRetentionDays'>>;
 
 export interface AppOptions {
   settings: AppSettings;
@@ -262,6 +263,12 @@ export async function createApp(options: AppOptions): Promise<App> {
     idempotencyStore.purgeExpired().then(
       (purged) => purged && logger.debug({ purged }, 'purged expired idempotency keys'),
       (error: unknown) => outages.warn({ err: error }, 'idempotency key purge failed'),
+    );
+    // The audit trail's retention, as the server goes: each purge is a recorded write of its own.
+    const retention = database.transactions.onBehalfOf({ face: 'server', description: 'audit retention purge' });
+    purgeAuditRecords(database.em(), retention, { retentionDays: settings.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS }).then(
+      (purged) => purged && logger.info({ purged }, 'purged audit records past retention'),
+      (error: unknown) => outages.warn({ err: error }, 'audit record purge failed'),
     );
   }, IDEMPOTENCY_PURGE_INTERVAL_MS);
   purgeTimer.unref();

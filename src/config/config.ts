@@ -1,3 +1,4 @@
+import { DEFAULT_AUDIT_RETENTION_DAYS } from '../audit/audit-maintenance.js';
 import path from 'node:path';
 
 export type NodeEnv = 'development' | 'production' | 'test';
@@ -34,6 +35,8 @@ export interface AppConfig {
   graphqlMaxCost: number;
   /** PostgreSQL only: any statement running longer is cancelled and the request answered 503. */
   databaseStatementTimeoutMs: number;
+  /** Audit records older than this many days are purged (by the server as it goes, and `accessctl audit purge`). */
+  auditRetentionDays: number;
   /** After SIGTERM: how long `/readyz` fails while the server keeps serving, so load balancers stop routing here. */
   shutdownDrainMs: number;
   /** After the drain: how long in-flight requests may take to finish before their connections are cut. */
@@ -187,6 +190,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     openapiDocument: boolean('OPENAPI_DOCUMENT', true),
     apiDocsPage: false,
     databaseStatementTimeoutMs: integer('DATABASE_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 100, 600_000),
+    auditRetentionDays: integer('AUDIT_RETENTION_DAYS', DEFAULT_AUDIT_RETENTION_DAYS, 1, 36_500),
   };
   // The page renders /openapi.json: by default it follows the document; asked for without it is a mistake.
   config.apiDocsPage = boolean('API_DOCS_PAGE', !production && config.openapiDocument);

@@ -66,7 +66,7 @@ export class OAuthServerResolver {
   @Query(() => [OAuthAppObject], { description: 'The apps registered for this account, newest first. can_update_user.' })
   oauthApps(@Ctx() context: Context): Promise<OAuthApp[]> {
     const principal = requirePrincipal(context);
-    return new AppsService(context.em, sealersFor(context.runtime.serverSecret).clientSecrets).list(principal.accountId);
+    return new AppsService(context.em, sealersFor(context.runtime.serverSecret).clientSecrets, context.transactions).list(principal.accountId);
   }
 
   @Authorized<Requirement>()
@@ -74,7 +74,7 @@ export class OAuthServerResolver {
   async changeMyPassword(@Arg('input', () => ChangeMyPasswordInput) input: ChangeMyPasswordInput, @Ctx() context: Context): Promise<ChangeMyPasswordPayload> {
     const principal = requirePrincipal(context);
     if (!isUserPrincipal(principal)) throw new InvalidInputError('this credential acts for the account, not a user: there is no own password to change');
-    await changeOwnPassword(context.em, principal.userId, input.currentPassword, input.newPassword);
+    await context.transactions.run(context.em, (tx) => changeOwnPassword(tx, principal.userId, input.currentPassword, input.newPassword), 'oauthServer.changePassword');
     return { changed: true };
   }
 }

@@ -1,6 +1,7 @@
 import { Algorithm, hash, verify } from '@node-rs/argon2';
 import type { EntityManager } from '@mikro-orm/sql';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
+import { recordChange } from '../db/change-journal.js';
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 
 /** OWASP's argon2id baseline: 19 MiB, 2 passes, 1 lane. */
@@ -41,16 +42,21 @@ async function liveUser(em: EntityManager, userId: string): Promise<LiveUserRow 
   return row;
 }
 
-/** Sets (or replaces) a live user's password; only the argon2id hash is stored. */
-export async function setPassword(em: EntityManager, userId: string, password: string): Promise<void> {
+/**
+ * Sets (or replaces) a live user's password; only the argon2id hash is stored, and the record of
+ * the change says that it changed, never what to. In the caller's write transaction.
+ */
+export async function setPassword(em: EntityManager, userId: string, password: string, action: 'set_password' | 'change_password' = 'set_password'): Promise<void> {
   validatePassword(password);
-  if (!(await liveUser(em, userId))) throw new NotFoundError('user');
+  const user = await liveUser(em, userId);
+  if (!user) throw new NotFoundError('user');
   const stored = await hashPassword(password);
   await em.execute(
     `insert into user_passwords (user_id, password_hash, updated_at) values (?, ?, now())
      on conflict (user_id) do update set password_hash = excluded.password_hash, updated_at = excluded.updated_at`,
     [userId, stored],
   );
+  recordChange(em, { accountId: user.account_id, action, resource: { type: 'user', id: userId }, userId, fields: [{ name: 'password' }] });
 }
 
 /** A user changing their own password proves they know the current one. */
@@ -60,7 +66,7 @@ export async function changeOwnPassword(em: EntityManager, userId: string, curre
   if (!row || !(await verifyPassword(row.password_hash, currentPassword))) {
     throw new ForbiddenError('The current password is not correct.');
   }
-  await setPassword(em, userId, newPassword);
+  await setPassword(em, userId, newPassword, 'change_password');
 }
 
 /**
