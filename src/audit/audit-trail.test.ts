@@ -4,6 +4,7 @@ import { startHarness, type Credential, type Harness, type TestAccount } from '.
 import { recordChange } from '../db/change-journal.js';
 import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
 import { setPassword } from '../oauth-server/passwords.js';
+import { exportAuditCommand, verifyAuditCommand } from '../cli/commands/audit.commands.js';
 import { exportAuditRecords, purgeAuditRecords, verifyAuditChain } from './audit-maintenance.js';
 
 let h: Harness;
@@ -334,6 +335,23 @@ describe('integrity', () => {
     await tamper('update audit_records set position = -position where account_id = ? and id in (?, ?)', [reordered.account.id, reordered.ids[2], reordered.ids[3]]);
     await tamper('update audit_records set position = case when id = ? then 4 else 3 end where id in (?, ?)', [reordered.ids[2], reordered.ids[2], reordered.ids[3]]);
     expect(await verifyAuditChain(h.database.em(), reordered.account.id)).toMatchObject({ ok: false, recordId: reordered.ids[3], position: 3, problem: expect.stringMatching(/out of order/) });
+  });
+
+  test('accessctl audit verify: exit 0 with the count, exit 1 naming the first bad record; export streams NDJSON', async () => {
+    const { account, ids } = await chainOf(2);
+    const io = { info: () => {} };
+    const good = await verifyAuditCommand.run(h.database, { account: account.id }, io);
+    expect(verifyAuditCommand.exitCode!(good)).toBe(0);
+    expect(verifyAuditCommand.human(good)).toContain(`${ids.length} record(s) verified`);
+    await tamper(`update audit_records set action = 'create' where id = ?`, [ids[3]]);
+    const bad = await verifyAuditCommand.run(h.database, { account: account.id }, io);
+    expect(verifyAuditCommand.exitCode!(bad)).toBe(1);
+    expect(verifyAuditCommand.human(bad)).toContain(`record ${ids[3]}`);
+
+    const written: string[] = [];
+    const exported = await exportAuditCommand.run(h.database, { account: account.id, since: '2020-01-01', until: new Date(Date.now() + 60_000).toISOString() }, { ...io, write: async (text) => { written.push(text); } });
+    expect(exported).toEqual({ account_id: account.id, exported: ids.length });
+    expect(written.map((line) => JSON.parse(line).id)).toEqual(ids);
   });
 
   test('concurrent writers of one account never fork the chain', async () => {

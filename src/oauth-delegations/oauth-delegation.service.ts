@@ -379,7 +379,22 @@ export async function recordGrantDelegation(em: EntityManager, grant: GrantDeleg
 
 /** The authorization server revoked a grant itself (RFC 7009 revocation, a reused refresh token). */
 export async function revokeGrantDelegation(em: EntityManager, grantId: string, at: Date = new Date()): Promise<number> {
-  return em.nativeUpdate(OAuthDelegation, { grantId, status: 'issued' }, { status: 'revoked', revokedAt: at, revocationReason: 'grant_revoked' });
+  const rows = await em.execute<{ id: string; account_id: string; user_id: string | null; client_id: string }[]>(
+    `update oauth_delegations set status = 'revoked', revoked_at = ?, revocation_reason = 'grant_revoked'
+      where grant_id = ? and status = 'issued' returning id, account_id, user_id, client_id`,
+    [at, grantId],
+  );
+  for (const row of rows) {
+    recordChange(em, {
+      accountId: row.account_id,
+      action: 'revoke',
+      resource: { type: 'oauth_delegation', id: row.id },
+      ...(row.user_id ? { userId: row.user_id } : {}),
+      fields: [{ name: 'revocation_reason', value: 'grant_revoked' }, { name: 'client_id', value: row.client_id }],
+      revokesAccess: true,
+    });
+  }
+  return rows.length;
 }
 
 /** An app was deleted: every delegation it held, for every user and for its account, is revoked. */
