@@ -13,6 +13,7 @@ import { openDatabase } from '../src/db/database.js';
 import { createLogger } from '../src/logging/logger.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
 import { BENCH_URLS } from './settings.js';
+import { AUDIT_TRAIL_HOOK } from '../src/audit/audit-trail.hook.js';
 
 let statements = 0;
 const counting = process.env.BENCH_COUNT_STATEMENTS === '1';
@@ -20,7 +21,8 @@ const database = await openDatabase({
   databaseUrl: process.env.BENCH_DATABASE_URL,
   dataDir: undefined,
   entities: allEntities(),
-  commitHooks: allCommitHooks(),
+  // BENCH_AUDIT_TRAIL=off (bench/audit.ts only): the same service without the audit trail's hook, to measure what the trail costs a write.
+  commitHooks: allCommitHooks().filter((hook) => process.env.BENCH_AUDIT_TRAIL !== 'off' || hook.name !== AUDIT_TRAIL_HOOK),
   poolMax: 10,
   ...(counting ? { onQuery: () => void statements++ } : {}),
 });

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { orderedBody, type AuditRecordBody } from './audit-record.js';
 
 /** JSON with object keys sorted at every level: the same value hashes the same however it was stored (jsonb reorders keys). */
 export function canonicalJson(value: unknown): string {
@@ -23,27 +24,34 @@ export interface ChainedRecord {
   actorId: string | null;
   methodType: string;
   methodTruncatedToken: string | null;
-  body: unknown;
+  body: AuditRecordBody;
 }
 
 /**
  * SHA-256 over the previous record's hash and this record: editing a record changes its hash,
  * removing one breaks the link of the next, and moving one changes the position its hash covers.
+ * The record is serialized in one fixed order (`orderedBody`), so the write path pays one
+ * `JSON.stringify` per record, and a body read back from jsonb (which reorders keys) hashes the same.
  */
 export function chainHash(previousHash: string, record: ChainedRecord): string {
-  const covered = canonicalJson({
-    account_id: record.accountId,
-    position: String(record.position),
-    id: record.id,
-    execution_time: record.executionTime.toISOString(),
-    action: record.action,
-    root_resource_type: record.rootResourceType,
-    root_resource_id: record.rootResourceId,
-    actor_type: record.actorType,
-    actor_id: record.actorId,
-    method_type: record.methodType,
-    method_truncated_token: record.methodTruncatedToken,
-    body: record.body,
-  });
+  const covered = JSON.stringify([
+    record.accountId,
+    String(record.position),
+    record.id,
+    record.executionTime.toISOString(),
+    record.action,
+    record.rootResourceType,
+    record.rootResourceId,
+    record.actorType,
+    record.actorId,
+    record.methodType,
+    record.methodTruncatedToken,
+    orderedBody(record.body),
+  ]);
   return createHash('sha256').update(previousHash).update('\n').update(covered).digest('hex');
+}
+
+/** True when a stored body holds exactly what `orderedBody` keeps: nothing added beside the fields the chain covers. */
+export function holdsOnlyChainedFields(body: AuditRecordBody): boolean {
+  return canonicalJson(body) === canonicalJson(orderedBody(body));
 }

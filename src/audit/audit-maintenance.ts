@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { recordChange } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
-import { chainHash } from './audit-chain.js';
+import { chainHash, holdsOnlyChainedFields } from './audit-chain.js';
 import { lockChainHead } from './audit-trail.hook.js';
 import type { PublicUrls } from '../app/runtime.js';
 import type { AuditRecordBody } from './audit-record.js';
@@ -74,6 +74,7 @@ export async function verifyAuditChain(em: EntityManager, accountId: string): Pr
     const failure = (problem: string): VerifyOutcome => ({ ok: false, verified, recordId: row.id, position, problem });
     if (position !== expectedPosition) return failure(`record(s) removed before it: expected position ${expectedPosition}, found ${position}`);
     if (row.previous_hash !== previousHash) return failure('inserted out of order: it does not follow the record before it');
+    const body = bodyOf(row);
     const recomputed = chainHash(previousHash, {
       accountId: row.account_id,
       position,
@@ -86,9 +87,9 @@ export async function verifyAuditChain(em: EntityManager, accountId: string): Pr
       actorId: row.actor_id,
       methodType: row.method_type,
       methodTruncatedToken: row.method_truncated_token,
-      body: bodyOf(row),
+      body,
     });
-    if (recomputed !== row.hash) return failure('edited: its hash no longer matches its content');
+    if (recomputed !== row.hash || !holdsOnlyChainedFields(body)) return failure('edited: its hash no longer matches its content');
     previousHash = row.hash;
     expectedPosition = position + 1;
     verified += 1;
@@ -109,7 +110,10 @@ export async function purgeAuditRecords(em: EntityManager, transactions: Transac
   const cutoff = new Date((options.now ?? new Date()).getTime() - options.retentionDays * 86_400_000);
   const batch = options.batch ?? 10_000;
   const accounts = await em.execute<{ account_id: string }[]>(
-    'select h.account_id from audit_chain_heads h where exists (select 1 from audit_records r where r.account_id = h.account_id and r.execution_time < ?) order by h.account_id',
+    // The oldest remaining record of each chain is its first by position (the primary key's first entry).
+    `select h.account_id from audit_chain_heads h
+      where (select r.execution_time from audit_records r where r.account_id = h.account_id order by r.position limit 1) < ?
+      order by h.account_id`,
     [cutoff],
   );
   let purged = 0;

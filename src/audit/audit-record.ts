@@ -24,6 +24,22 @@ export interface AuditRecordBody {
   };
 }
 
+/** The body with its keys in the one order the chain hashes it in (the order `draftRecord` writes). */
+export function orderedBody(body: AuditRecordBody): AuditRecordBody {
+  const ref = (item: StoredReference): StoredReference => (item.summary ? { id: item.id, type: item.type, summary: item.summary } : { id: item.id, type: item.type });
+  return {
+    executionContext: { requestId: body.executionContext.requestId, remoteAddress: body.executionContext.remoteAddress },
+    actors: body.actors.map(ref),
+    method: { type: body.method.type, truncatedToken: body.method.truncatedToken, description: body.method.description },
+    rootResource: ref(body.rootResource),
+    details: {
+      resource: ref(body.details.resource),
+      fields: body.details.fields.map((field) => ({ name: field.name, value: field.value, beforeValue: field.beforeValue })),
+      references: body.details.references.map((group) => ({ name: group.name, added: group.added?.map(ref) ?? null, removed: group.removed?.map(ref) ?? null })),
+    },
+  };
+}
+
 /** One record about to be chained: its columns and body, without its place in the chain. */
 export interface DraftRecord {
   id: string;

@@ -28,30 +28,43 @@ export async function lockChainHead(tx: EntityManager, accountId: string): Promi
   return { position: Number(head!.position), hash: head!.hash, now: new Date(head!.now) };
 }
 
-/** Appends the records of `changes` (all of one account) to that account's chain, in one statement after the head's lock. */
+/** Appends the records of `changes` (all of one account) to that account's chain: one statement after the head's lock, whatever their number. */
 async function appendRecords(tx: EntityManager, accountId: string, changes: readonly Change[], origin: WriteOrigin): Promise<void> {
   const head = await lockChainHead(tx, accountId);
-  const values: string[] = [];
-  const params: unknown[] = [];
   let { position, hash } = head;
-  for (const change of changes) {
+  const rows = changes.map((change) => {
     const draft = draftRecord(change, origin);
     position += 1;
-    const chained = { ...draft, position, executionTime: head.now };
     const previous = hash;
-    hash = chainHash(previous, chained);
-    values.push('(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)');
-    params.push(accountId, position, draft.id, head.now, draft.action, draft.rootResourceType, draft.rootResourceId, draft.actorType, draft.actorId,
-      draft.methodType, draft.methodTruncatedToken, JSON.stringify(draft.body), previous, hash);
-  }
+    hash = chainHash(previous, { ...draft, position, executionTime: head.now });
+    return {
+      position,
+      id: draft.id,
+      action: draft.action,
+      root_resource_type: draft.rootResourceType,
+      root_resource_id: draft.rootResourceId,
+      actor_type: draft.actorType,
+      actor_id: draft.actorId,
+      method_type: draft.methodType,
+      method_truncated_token: draft.methodTruncatedToken,
+      body: draft.body,
+      previous_hash: previous,
+      hash,
+    };
+  });
+  // The records travel as one JSON parameter (as the bulk user update's patches do): the statement does not grow with the batch.
   await tx.execute(
     `with appended as (
        insert into audit_records (account_id, position, id, execution_time, action, root_resource_type, root_resource_id, actor_type, actor_id,
                                   method_type, method_truncated_token, body, previous_hash, hash)
-       values ${values.join(', ')} returning 1
+       select ?, r.position, r.id, ?, r.action, r.root_resource_type, r.root_resource_id, r.actor_type, r.actor_id,
+              r.method_type, r.method_truncated_token, r.body, r.previous_hash, r.hash
+         from jsonb_to_recordset(?::jsonb) as r(position bigint, id uuid, action text, root_resource_type text, root_resource_id text, actor_type text,
+                                                actor_id text, method_type text, method_truncated_token text, body jsonb, previous_hash text, hash text)
+       returning 1
      )
      update audit_chain_heads set position = ?, hash = ?, last_time = ? where account_id = ?`,
-    [...params, position, hash, head.now, accountId],
+    [accountId, head.now, JSON.stringify(rows), position, hash, head.now, accountId],
     'run',
   );
 }

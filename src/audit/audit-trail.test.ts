@@ -323,6 +323,10 @@ describe('integrity', () => {
     await tamper(`update audit_records set body = jsonb_set(body, '{method,description}', '"PUT /nothing"') where id = ?`, [edited.ids[3]]);
     expect(await verifyAuditChain(h.database.em(), edited.account.id)).toMatchObject({ ok: false, recordId: edited.ids[3], position: 4, problem: expect.stringMatching(/edited/) });
 
+    const added = await chainOf(4);
+    await tamper(`update audit_records set body = jsonb_set(body, '{note}', '"added later"') where id = ?`, [added.ids[4]]);
+    expect(await verifyAuditChain(h.database.em(), added.account.id)).toMatchObject({ ok: false, recordId: added.ids[4], problem: expect.stringMatching(/edited/) });
+
     const deleted = await chainOf(4);
     await tamper('delete from audit_records where id = ?', [deleted.ids[2]]);
     expect(await verifyAuditChain(h.database.em(), deleted.account.id)).toMatchObject({ ok: false, recordId: deleted.ids[3], problem: expect.stringMatching(/removed/) });

@@ -9,7 +9,7 @@ export class Migration20261123000200_audit_trail extends Migration {
     this.addSql(`create table audit_records (
       account_id varchar(7) not null references accounts (id),
       position bigint not null,
-      id uuid not null unique,
+      id uuid not null,
       execution_time timestamptz not null,
       action varchar(64) not null,
       root_resource_type varchar(64) not null,
@@ -23,9 +23,11 @@ export class Migration20261123000200_audit_trail extends Migration {
       hash varchar(64) not null,
       primary key (account_id, position)
     );`);
-    // The reads walk the account's chain newest first; the per-resource read walks one user's records.
+    // The reads walk the account's chain newest first (the primary key, backwards); the per-resource
+    // read walks one user's records. Nothing else is indexed: every write pays for each index, and
+    // positions are in time order, so a window is a stretch of the same walk. Ids are random
+    // UUIDs, looked up by no route.
     this.addSql('create index audit_records_root_resource_idx on audit_records (account_id, root_resource_type, root_resource_id, position desc);');
-    this.addSql('create index audit_records_time_idx on audit_records (execution_time);');
 
     // The head of each account's chain: locked by every writer of the account (the last lock of a
     // write), so two transactions never extend the chain from the same record. The purge moves
