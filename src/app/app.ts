@@ -1,10 +1,10 @@
-import { DEFAULT_AUDIT_RETENTION_DAYS, purgeAuditRecords } from '../audit/audit-maintenance.js';
+import { purgeAuditRecords } from '../audit/audit-maintenance.js';
 import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { expressMiddleware } from '@as-integrations/express5';
 import type { oas31 } from 'openapi3-ts';
-import type { AppConfig } from '../config/config.js';
+import { DEFAULT_AUDIT_RETENTION_DAYS, type AppConfig } from '../config/config.js';
 import type { Database } from '../db/database.js';
 import type { TransactionObserver } from '../db/transaction.js';
 import type { Logger } from '../logging/logger.js';

@@ -10,9 +10,6 @@ import { presentAuditRow } from './audit-records.service.js';
 
 const BATCH = 1_000;
 
-/** `AUDIT_RETENTION_DAYS` unless configured. */
-export const DEFAULT_AUDIT_RETENTION_DAYS = 365;
-
 interface StoredRow {
   account_id: string;
   position: string | number;

@@ -1,4 +1,3 @@
-import { DEFAULT_AUDIT_RETENTION_DAYS } from '../audit/audit-maintenance.js';
 import path from 'node:path';
 
 export type NodeEnv = 'development' | 'production' | 'test';
@@ -76,6 +75,9 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>;
 
 /** Reads and validates the whole environment at once, so a bad deployment lists every problem, not the first. */
+/** `AUDIT_RETENTION_DAYS` unless configured. */
+export const DEFAULT_AUDIT_RETENTION_DAYS = 365;
+
 export function loadConfig(env: Env = process.env): AppConfig {
   const problems: string[] = [];
   const read = (name: string) => {
