@@ -156,8 +156,8 @@ for (const [index, size] of sizes.entries()) {
   readRows.push(`| ${label(size)} | ${fixed(medians[0]!)} | ${fixed(medians[1]!)} |`);
   const since = new Date(Date.now() - 86_400_000).toISOString();
   for (const [what, sql, params] of [
-    ['GET /audit/records', 'select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= now() order by position desc limit 26', [reader.accountId, since]],
-    ['GET /users/{id}/audit/records', `select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= now() and root_resource_type = 'user' and root_resource_id = ? order by position desc limit 26`, [reader.accountId, since, target]],
+    ['GET /audit/records', 'select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= now() order by execution_time desc, position desc limit 26', [reader.accountId, since]],
+    ['GET /users/{id}/audit/records', `select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= now() and root_resource_type = 'user' and root_resource_id = ? order by execution_time desc, position desc limit 26`, [reader.accountId, since, target]],
   ] as const) {
     const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(`explain (analyze, buffers) ${database.em().getPlatform().formatQuery(sql, [...params])}`);
     plans.push(`#### ${label(size)} records, ${what}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);

@@ -14,20 +14,23 @@ function auditRecordsService(context: Context): AuditRecordsService {
   return new AuditRecordsService(context.em, requirePrincipal(context), context.runtime.urls);
 }
 
-/** Newest first, keyset-paged on the account's chain position; a cursor holds the last position, signed. */
+/** Newest first, keyset-paged in chain order; a cursor holds the last record's time and position, signed. */
 function pageRequest(args: AuditPageArgs, context: Context): AuditPageRequest {
   checkPageArgs(args, MAX_AUDIT_PAGE_SIZE);
   if (!args.after) return { first: args.first };
-  const { p } = context.runtime.cursors.decode<{ p?: unknown }>(AUDIT_CURSOR, args.after, 'cursor');
-  if (typeof p !== 'number' || !Number.isSafeInteger(p) || p < 1) throw new InvalidInputError('cursor is not a valid cursor for this list');
-  return { first: args.first, afterPosition: p };
+  const { p, t } = context.runtime.cursors.decode<{ p?: unknown; t?: unknown }>(AUDIT_CURSOR, args.after, 'cursor');
+  const executionTime = typeof t === 'string' ? new Date(t) : undefined;
+  if (typeof p !== 'number' || !Number.isSafeInteger(p) || p < 1 || !executionTime || Number.isNaN(executionTime.getTime())) {
+    throw new InvalidInputError('cursor is not a valid cursor for this list');
+  }
+  return { first: args.first, after: { executionTime, position: p } };
 }
 
 function connection(page: AuditPage, request: AuditPageRequest, context: Context) {
   return AuditRecordConnection.from({
     ...page,
-    hasPreviousPage: request.afterPosition !== undefined,
-    cursorOf: (record) => context.runtime.cursors.encode(AUDIT_CURSOR, { p: record.position }),
+    hasPreviousPage: request.after !== undefined,
+    cursorOf: (record) => context.runtime.cursors.encode(AUDIT_CURSOR, { p: record.position, t: record.executionTime.toISOString() }),
     // The records of a window are an unbounded, growing set: no count is offered.
     countTotal: () => Promise.reject(new InvalidInputError('totalCount is not available for audit records')),
   });

@@ -24,8 +24,8 @@ export interface AuditFilter {
 
 export interface AuditPageRequest {
   first: number;
-  /** The position of the last record of the previous page: the next page is older. */
-  afterPosition?: number;
+  /** The last record of the previous page: the next page is older. */
+  after?: { executionTime: Date; position: number };
 }
 
 export interface PresentedReference {
@@ -132,14 +132,15 @@ export class AuditRecordsService {
   private async page(window: { since: Date; until: Date }, page: AuditPageRequest, conditions: string[], params: unknown[]): Promise<AuditPage> {
     const where = ['account_id = ?', 'execution_time >= ?', 'execution_time <= ?', ...conditions];
     const values: unknown[] = [this.principal.accountId, window.since, window.until, ...params];
-    if (page.afterPosition !== undefined) {
-      where.push('position < ?');
-      values.push(page.afterPosition);
+    if (page.after) {
+      where.push('(execution_time, position) < (?, ?)');
+      values.push(page.after.executionTime, page.after.position);
     }
-    // Position order is commit order per account (the chain head's lock), so records committed
-    // while a client pages are all newer than its cursor: pages neither repeat nor skip.
+    // Chain order is commit order per account (the chain head's lock), and times never go back
+    // along it, so records committed while a client pages are all newer than its cursor: pages
+    // neither repeat nor skip.
     const rows = await this.em.execute<AuditRow[]>(
-      `select id, position, execution_time, action, body from audit_records where ${where.join(' and ')} order by position desc limit ?`,
+      `select id, position, execution_time, action, body from audit_records where ${where.join(' and ')} order by execution_time desc, position desc limit ?`,
       [...values, page.first + 1],
     );
     return { items: rows.slice(0, page.first).map((row) => presentAuditRow(row, this.urls)), hasNextPage: rows.length > page.first };

@@ -23,11 +23,11 @@ export class Migration20261123000200_audit_trail extends Migration {
       hash varchar(64) not null,
       primary key (account_id, position)
     );`);
-    // The reads walk the account's chain newest first (the primary key, backwards); the per-resource
-    // read walks one user's records. Nothing else is indexed: every write pays for each index, and
-    // positions are in time order, so a window is a stretch of the same walk. Ids are random
-    // UUIDs, looked up by no route.
-    this.addSql('create index audit_records_root_resource_idx on audit_records (account_id, root_resource_type, root_resource_id, position desc);');
+    // The reads walk a window of the account's records (or one user's) newest first: positions and
+    // times rise together in a chain, so (execution_time, position) is the chain's order and a
+    // window, however old, is one range of these indexes. Ids are random UUIDs, looked up by no route.
+    this.addSql('create index audit_records_time_idx on audit_records (account_id, execution_time desc, position desc);');
+    this.addSql('create index audit_records_root_resource_idx on audit_records (account_id, root_resource_type, root_resource_id, execution_time desc, position desc);');
 
     // The head of each account's chain: locked by every writer of the account (the last lock of a
     // write), so two transactions never extend the chain from the same record. The purge moves
