@@ -5,6 +5,8 @@ import { recordChange } from '../db/change-journal.js';
 import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
 import { setPassword } from '../oauth-server/passwords.js';
 import { exportAuditCommand, verifyAuditCommand } from '../cli/commands/audit.commands.js';
+import { createApiKeyCommand } from '../cli/commands/accounts.commands.js';
+import { SubscribablesService } from '../notification-subscriptions/subscribables.service.js';
 import { exportAuditRecords, purgeAuditRecords, verifyAuditChain } from './audit-maintenance.js';
 
 let h: Harness;
@@ -102,7 +104,7 @@ describe('every change leaves exactly one record, with its actor, method and fie
     expect(await count(account.id)).toBe(before + 5);
   });
 
-  test('GraphQL: a user key acting on itself, a role change, a calendar key, subscriptions', async () => {
+  test('GraphQL: a user key of an admin, a role change; a calendar key regenerated', async () => {
     const account = await h.createAccount();
     const admin = await h.createUser(account, { role: 'admin' });
     keep(admin.key);
@@ -165,6 +167,34 @@ describe('every change leaves exactly one record, with its actor, method and fie
     await h.database.transactions.run(h.database.em(), (tx) => setPassword(tx, user.id, password));
     const [set] = await recordsAbout(account, user.id);
     expect(set).toMatchObject({ action: 'set_password', details: { fields: [{ name: 'password', value: null, before_value: null }] } });
+  });
+  test('GraphQL create and delete, subscriptions on both faces, a key made by accessctl', async () => {
+    const account = await h.createAccount();
+    const created = await h.graphql('mutation { createUser(input: { name: "Graph Made", email: "graph-made@example.com" }) { user { id } } }', {}, account.key);
+    expect(created.errors).toBeUndefined();
+    const id = created.data.createUser.user.id as string;
+    expect((await recordsAbout(account, id)).map((record) => [record.action, record.method.description])).toEqual([['create', 'POST /graphql']]);
+
+    await h.database.transactions.run(h.database.em(), (tx) => new SubscribablesService(tx).add({ accountId: account.id, type: 'incident', id: 'PAUDIT1', name: 'Audited incident' }));
+    const subscribables = [{ subscribable_type: 'incident', subscribable_id: 'PAUDIT1' }];
+    expect((await h.rest('post', `/users/${id}/notification_subscriptions`, { key: account.key, body: { subscribables } })).status).toBeLessThan(300);
+    // Already subscribed: nothing changes, nothing is recorded.
+    await h.rest('post', `/users/${id}/notification_subscriptions`, { key: account.key, body: { subscribables } });
+    const removed = await h.graphql('mutation($id: ID!) { removeNotificationSubscriptions(input: { userId: $id, subscribables: [{ subscribableType: INCIDENT, subscribableId: "PAUDIT1" }] }) { deletedCount } }', { id }, account.key);
+    expect(removed.data.removeNotificationSubscriptions.deletedCount).toBe(1);
+    const [removal, subscription] = await recordsAbout(account, id);
+    expect(subscription).toMatchObject({ action: 'create', details: { resource: { type: 'notification_subscription_reference' } } });
+    expect(removal).toMatchObject({ action: 'delete', method: { description: 'POST /graphql' }, details: { resource: { id: subscription!.details.resource.id } } });
+
+    const issued = await createApiKeyCommand.run({ ...h.database, transactions: h.database.transactions.onBehalfOf({ face: 'cli', description: 'accessctl api-keys create' }) }, { account: account.id, user: id, description: 'CI key' }, { info: () => {} });
+    secrets.add(String(issued.api_key));
+    const [keyRecord] = (await h.rest('get', `/users/${id}/audit/records?limit=1`, { key: account.key })).body.records as RestRecord[];
+    expect(keyRecord).toMatchObject({ action: 'create', actors: [], method: { type: 'other', description: 'accessctl api-keys create', truncated_token: null }, details: { resource: { id: issued.id, type: 'api_key_reference' } } });
+
+    const deleted = await h.graphql('mutation($id: ID!) { deleteUser(input: { id: $id }) { deletedUserId } }', { id }, account.key);
+    expect(deleted.errors).toBeUndefined();
+    const [keyRevoked, deletion] = (await h.rest('get', `/users/${id}/audit/records?limit=2`, { key: account.key })).body.records as RestRecord[];
+    expect([deletion!.action, keyRevoked!.action, keyRevoked!.details.resource.id]).toEqual(['delete', 'revoke', issued.id]);
   });
 });
 
