@@ -17,6 +17,7 @@ import { createRateLimiter } from '../src/auth/rate-limit.js';
 import type { DatabasePooler } from '../src/db/pooler.js';
 import { DEFAULT_LIVE_LIMITS } from '../src/live-updates/live-socket-server.js';
 import { BENCH_URLS } from './settings.js';
+import { AUDIT_TRAIL_HOOK } from '../src/audit/audit-trail.hook.js';
 
 let statements = 0;
 const counting = process.env.BENCH_COUNT_STATEMENTS === '1';
@@ -24,7 +25,8 @@ const database = await openDatabase({
   databaseUrl: process.env.BENCH_DATABASE_URL,
   dataDir: undefined,
   entities: allEntities(),
-  commitHooks: allCommitHooks(),
+  // BENCH_AUDIT_TRAIL=off (bench/audit.ts only): the same service without the audit trail's hook, to measure what the trail costs a write.
+  commitHooks: allCommitHooks().filter((hook) => process.env.BENCH_AUDIT_TRAIL !== 'off' || hook.name !== AUDIT_TRAIL_HOOK),
   poolMax: 10,
   pooler: (process.env.BENCH_DATABASE_POOLER ?? 'none') as DatabasePooler,
   // Live updates LISTEN on a direct connection: a transaction pooler cannot carry a session's LISTEN.

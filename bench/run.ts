@@ -73,7 +73,7 @@ async function prepare(size: number): Promise<Prepared> {
     const [{ n: users } = { n: 0 }] = await em.execute<{ n: string | number }[]>('select count(*) as n from users where deleted_at is null');
     if (!account || Number(users) < size) {
       const started = Date.now();
-      if (!account) account = (await bootstrapAccount(database.em(), { accountName: 'Bench', ownerEmail: 'owner@bench.example' })).account;
+      if (!account) account = (await database.transactions.run(database.em(), (tx) => bootstrapAccount(tx, { accountName: 'Bench', ownerEmail: 'owner@bench.example' }))).account;
       log(`${name}: seeding ${size.toLocaleString('en')} users`);
       await seedCommand.run(database, { account: account.id, users: String(size - Number(users)), 'shifts-per-user': '0' }, { info: (m) => log(m) });
       await seedNestedAndWrites(database, account.id);
@@ -84,7 +84,7 @@ async function prepare(size: number): Promise<Prepared> {
     await maintenance.connect();
     await maintenance.query('vacuum analyze');
     await maintenance.end();
-    const { apiKey } = await new AccountsService(database.em()).createApiKey({ accountId: account.id });
+    const { apiKey } = await database.transactions.run(database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: account.id }));
     const [sample] = await em.execute<{ id: string; name: string }[]>(`select id, name from users where account_id = ? and role = 'user' order by id limit 1 offset 5`, [account.id]);
     const bulk = await em.execute<{ id: string }[]>(`select id from users where account_id = ? and role = 'user' order by id limit 100 offset 10`, [account.id]);
     const [delegations] = await em.execute<{ user_id: string }[]>(`select user_id from oauth_delegations where client_id = 'bench' limit 1`);

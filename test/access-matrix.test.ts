@@ -52,6 +52,9 @@ const REVOCATION_STATUS: Rule = { scope: 'oauth_delegations.read', write: false,
 const READ_DELEGATIONS: Rule = { scope: 'oauth_delegations.read', write: false, who: 'self_or_manager', otherAccount: 404 };
 const READ_SUBSCRIPTIONS: Rule = { scope: 'subscribers.read', write: false, who: 'self_or_manager', otherAccount: 404 };
 const WRITE_SUBSCRIPTIONS: Rule = { scope: 'subscribers.write', write: true, who: 'self_or_manager', otherAccount: 404 };
+// SPEC section 13: the account's trail for owners, admins and full-access account keys; a user's for themself or can_update_user.
+const READ_AUDIT: Rule = { scope: 'audit_records.read', write: false, who: 'manager', otherAccount: 'ok' };
+const READ_USER_AUDIT: Rule = { scope: 'audit_records.read', write: false, who: 'self_or_manager', otherAccount: 404 };
 
 function restOutcome(status: number): Outcome {
   if (status >= 200 && status < 300) return 'ok';
@@ -94,6 +97,11 @@ const ROWS: Row[] = [
   { operation: 'POST /users/:id/notification_subscriptions', rule: WRITE_SUBSCRIPTIONS, call: rest('post', (s) => `/users/${s.id}/notification_subscriptions`, () => ({ subscribables: SUBSCRIBABLES })) },
   { operation: 'POST /users/:id/notification_subscriptions/unsubscribe', rule: WRITE_SUBSCRIPTIONS, call: rest('post', (s) => `/users/${s.id}/notification_subscriptions/unsubscribe`, () => ({ subscribables: SUBSCRIBABLES })) },
 
+  { operation: 'GET /audit/records', rule: READ_AUDIT, call: rest('get', () => '/audit/records') },
+  { operation: 'GET /users/:id/audit/records', rule: READ_USER_AUDIT, call: rest('get', (s) => `/users/${s.id}/audit/records`) },
+
+  { operation: 'Query.auditRecords', rule: READ_AUDIT, call: graphql('{ auditRecords(first: 1) { nodes { id } } }') },
+  { operation: 'Query.userAuditRecords', rule: READ_USER_AUDIT, call: graphql('query($id: ID!) { userAuditRecords(userId: $id, first: 1) { nodes { id } } }', (s) => ({ id: s.id })) },
   { operation: 'Query.users', rule: READ_USERS, call: graphql('{ users(first: 1) { totalCount } }') },
   { operation: 'Query.viewer', rule: VIEWER, call: graphql('{ viewer { id } }') },
   { operation: 'Query.user', rule: SHOW_USER, call: graphql('query($id: ID!) { user(id: $id) { id } }', (s) => ({ id: s.id })) },
@@ -164,20 +172,20 @@ beforeAll(async () => {
   for (const role of USER_ROLES) {
     // The owner exists already (one per account); every other role gets a user of its own.
     const key = role === 'owner'
-      ? { token: (await new AccountsService(h.database.em()).createApiKey({ accountId: account.id, userId: account.ownerId })).apiKey }
+      ? { token: (await h.database.transactions.run(h.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: account.id, userId: account.ownerId }))).apiKey }
       : (await h.createUser(account, { role })).key;
     credentials.push({ name: `user key, role ${role}`, key: () => key, expect: (rule) => roleOutcome(rule, { accountKey: false, readOnly: role.startsWith('read_only'), role }) });
   }
 
   // Bearer tokens act as an admin, so only their scopes limit them.
   const admin = await h.createUser(account, { role: 'admin' });
-  const tokenWith = async (scopes: readonly string[]) => ({ bearer: (await issueDelegation(h.database.em(), { userId: admin.id, type: 'web', scopes: scopes.join(' ') })).accessToken });
+  const tokenWith = async (scopes: readonly string[]) => ({ bearer: (await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: admin.id, type: 'web', scopes: scopes.join(' ') }))).accessToken });
   const allScopes = await tokenWith(SCOPES);
   const lacking = new Map<Scope, Credential>();
   for (const scope of SCOPES) lacking.set(scope, await tokenWith(SCOPES.filter((s) => s !== scope)));
-  const revoked = await issueDelegation(h.database.em(), { userId: admin.id, type: 'mobile', scopes: SCOPES.join(' ') });
+  const revoked = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: admin.id, type: 'mobile', scopes: SCOPES.join(' ') }));
   expect((await h.rest('delete', `/oauth_delegations?user_id=${admin.id}&type=mobile`, { key: fullKey })).status).toBe(200);
-  const expired = await issueDelegation(h.database.em(), { userId: admin.id, type: 'integration', scopes: SCOPES.join(' ') });
+  const expired = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: admin.id, type: 'integration', scopes: SCOPES.join(' ') }));
   await h.database.em().execute(`update oauth_delegations set expires_at = now() - interval '1 minute' where id = ?`, [expired.delegation.id]);
   credentials.push(
     { name: 'OAuth token with the scope', key: () => allScopes, expect: (rule) => roleOutcome(rule, { accountKey: false, readOnly: false, role: 'admin' }) },
@@ -196,7 +204,7 @@ afterAll(async () => {
 
 async function freshSubject(): Promise<Subject> {
   const user = await h.createUser(account, { role: 'user' });
-  const { delegation } = await issueDelegation(h.database.em(), { userId: user.id, type: 'mobile', scopes: 'users.read' });
+  const { delegation } = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: user.id, type: 'mobile', scopes: 'users.read' }));
   return { id: user.id, delegationId: delegation.id, email: user.email };
 }
 

@@ -142,8 +142,8 @@ test('deletes racing bulk updates, subscription changes, sign-outs and key regen
   await fixtures.register(account, 'business_service', 'PRACE02');
   await fixtures.register(account, 'incident', 'PRACE03');
   for (const [index, user] of users.entries()) {
-    await issueDelegation(h.database.em(), { userId: user.id, type: 'web', scopes: 'users.read' });
-    await issueDelegation(h.database.em(), { userId: user.id, type: 'mobile', scopes: 'users.read' });
+    await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: user.id, type: 'web', scopes: 'users.read' }));
+    await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: user.id, type: 'mobile', scopes: 'users.read' }));
     const subscribed = await h.rest('post', `/users/${user.id}/notification_subscriptions`, {
       key: account.key,
       body: { subscribables: [{ subscribable_type: 'incident', subscribable_id: 'PRACE01' }, { subscribable_type: 'business_service', subscribable_id: 'PRACE02' }] },

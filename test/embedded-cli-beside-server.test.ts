@@ -42,7 +42,7 @@ describe('accessctl beside the running embedded server', () => {
     await database.migrate();
     const logger = createLogger({ logLevel: 'silent' });
     server = await createApp({ settings: TEST_SETTINGS, database, logger, serverSecret: randomBytes(32), rateLimiter: createRateLimiter({ perMinute: 1_000_000, logger }) });
-    const demo = await bootstrapAccount(database.em(), { accountName: 'Beside', ownerEmail: 'owner@beside.example', ownerName: 'Owner' });
+    const demo = await database.transactions.run(database.em(), (tx) => bootstrapAccount(tx, { accountName: 'Beside', ownerEmail: 'owner@beside.example', ownerName: 'Owner' }));
     ownerKey = demo.apiKey;
     accountId = demo.account.id;
     // A fresh embedded database runs PGlite's initdb: seconds on a quiet machine, far more on a busy one.

@@ -43,7 +43,7 @@ describe('rate limits (in memory)', () => {
   test('a user\'s keys share one budget; another user\'s budget is separate', async () => {
     const account = await h.createAccount();
     const user = await h.createUser(account);
-    const secondKey = { token: (await new AccountsService(h.database.em()).createApiKey({ accountId: account.id, userId: user.id })).apiKey };
+    const secondKey = { token: (await h.database.transactions.run(h.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: account.id, userId: user.id }))).apiKey };
     for (let i = 0; i < 3; i++) expect((await h.rest('get', '/users/me', { key: i % 2 ? secondKey : user.key })).status).toBe(200);
     expect((await h.rest('get', '/users/me', { key: secondKey })).status).toBe(429);
     const other = await h.createUser(account);

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { digestSecret, newSecretToken } from '../auth/secrets.js';
+import { recordChange } from '../db/change-journal.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { Account } from './account.entity.js';
 import { ApiKey } from './api-key.entity.js';
@@ -46,11 +47,24 @@ export class AccountsService {
       description: options.description ?? null,
     });
     await this.em.persist(key).flush();
+    recordChange(this.em, {
+      accountId: account.id,
+      action: 'create',
+      resource: { type: 'api_key', id: key.id, ...(key.description ? { summary: key.description } : {}) },
+      ...(options.userId ? { userId: options.userId } : {}),
+      fields: [{ name: 'read_only', value: key.readOnly }, ...(key.description ? [{ name: 'description', value: key.description }] : [])],
+    });
     return { id: key.id, apiKey: secret };
   }
 
   async revokeUserApiKeys(userId: string, at: Date): Promise<void> {
-    await this.em.nativeUpdate(ApiKey, { userId, revokedAt: null }, { revokedAt: at });
+    const revoked = await this.em.execute<{ id: string; account_id: string }[]>(
+      'update api_keys set revoked_at = ? where user_id = ? and revoked_at is null returning id, account_id',
+      [at, userId],
+    );
+    for (const key of revoked) {
+      recordChange(this.em, { accountId: key.account_id, action: 'revoke', resource: { type: 'api_key', id: key.id }, userId, revokesAccess: true });
+    }
   }
 
   async countAccounts(): Promise<number> {

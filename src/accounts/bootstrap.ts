@@ -9,13 +9,14 @@ export interface BootstrapResult {
   apiKey: string;
 }
 
-/** A new account with its owner and a full-access account key, all or nothing. */
+/** A new account with its owner and a full-access account key, in the caller's write transaction (`TransactionRunner.run`): all or nothing, and recorded. */
 export async function bootstrapAccount(em: EntityManager, options: { accountName: string; ownerEmail: string; ownerName?: string }): Promise<BootstrapResult> {
-  return em.transactional(async (tx) => {
+  const inTransaction = async (tx: EntityManager) => {
     const accounts = new AccountsService(tx);
     const account = await accounts.createAccount(options.accountName);
     const owner = await createAccountOwner(tx, account, { name: options.ownerName ?? 'Account Owner', email: options.ownerEmail });
     const key = await accounts.createApiKey({ accountId: account.id, description: 'bootstrap: full access' });
     return { account: { id: account.id, name: account.name }, owner: { id: owner.id, email: owner.email }, apiKey: key.apiKey };
-  });
+  };
+  return inTransaction(em);
 }

@@ -1,9 +1,10 @@
+import { purgeAuditRecords } from '../audit/audit-maintenance.js';
 import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { expressMiddleware } from '@as-integrations/express5';
 import type { oas31 } from 'openapi3-ts';
-import type { AppConfig, LiveUpdateLimits } from '../config/config.js';
+import { DEFAULT_AUDIT_RETENTION_DAYS, type AppConfig, type LiveUpdateLimits } from '../config/config.js';
 import type { Database } from '../db/database.js';
 import type { TransactionObserver } from '../db/transaction.js';
 import type { Logger } from '../logging/logger.js';
@@ -40,7 +41,7 @@ export type AppSettings = Pick<
   'publicApiUrl' | 'publicWebUrl' | 'publicFeedUrl' | 'apiVendor' | 'introspection' | 'landingPage' | 'corsOrigins' | 'graphqlMaxDepth' | 'graphqlMaxCost'
 > &
   /** Unset: the document is served, the page is not; no proxy is trusted. */
-  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'trustProxy'>>;
+  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'trustProxy' | 'auditRetentionDays'>>;
 
 export interface AppOptions {
   settings: AppSettings;
@@ -296,6 +297,12 @@ export async function createApp(options: AppOptions): Promise<App> {
     idempotencyStore.purgeExpired().then(
       (purged) => purged && logger.debug({ purged }, 'purged expired idempotency keys'),
       (error: unknown) => outages.warn({ err: error }, 'idempotency key purge failed'),
+    );
+    // The audit trail's retention, as the server goes: each purge is a recorded write of its own.
+    const retention = database.transactions.onBehalfOf({ face: 'server', description: 'audit retention purge' });
+    purgeAuditRecords(database.em(), retention, { retentionDays: settings.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS }).then(
+      (purged) => purged && logger.info({ purged }, 'purged audit records past retention'),
+      (error: unknown) => outages.warn({ err: error }, 'audit record purge failed'),
     );
   }, IDEMPOTENCY_PURGE_INTERVAL_MS);
   purgeTimer.unref();

@@ -1,4 +1,5 @@
 import { accountsFeature } from '../accounts/accounts.feature.js';
+import { auditFeature } from '../audit/audit.feature.js';
 import { calendarFeedFeature } from '../calendar-feed/calendar-feed.feature.js';
 import { usersFeature } from '../users/users.feature.js';
 import { notificationSubscriptionsFeature } from '../notification-subscriptions/notification-subscriptions.feature.js';
@@ -9,7 +10,7 @@ import { liveUpdatesFeature } from '../live-updates/live-updates.feature.js';
 import type { Feature } from './feature.js';
 
 /** Every feature of the product, in one place: entities, schema, REST rows, credentials, deletion hooks. */
-export const features: readonly Feature[] = [accountsFeature, usersFeature, oauthDelegationsFeature, calendarFeedFeature, notificationSubscriptionsFeature, oauthServerFeature, ssoFeature, liveUpdatesFeature];
+export const features: readonly Feature[] = [accountsFeature, usersFeature, oauthDelegationsFeature, calendarFeedFeature, notificationSubscriptionsFeature, oauthServerFeature, ssoFeature, auditFeature, liveUpdatesFeature];
 
 export const allEntities = () => features.flatMap((feature) => feature.entities);
 

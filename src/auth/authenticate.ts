@@ -31,7 +31,7 @@ export async function authenticate(
   for (const resolver of resolvers) {
     if (resolver.scheme !== presented.scheme) continue;
     const principal = await resolver.resolve(em, presented.digest, new Date());
-    if (principal) return { status: 'authenticated', principal };
+    if (principal) return { status: 'authenticated', principal: { ...principal, credentialTail: presented.tail } };
   }
   return { status: 'rejected', error: new AuthenticationError('The credential is unknown, revoked or expired.') };
 }

@@ -5,6 +5,8 @@ interface PrincipalBase {
   accountId: string;
   /** The key or delegation presented; for audit trails. */
   credentialId: string;
+  /** The last 4 characters of the presented key or token (audit records' `truncated_token`); never more of it. */
+  credentialTail?: string;
   /** The budget this request draws on: a user's keys and tokens share one. */
   rateLimitKey: string;
   /** When the credential stops working by itself (tokens); long-lived connections re-check it then. */

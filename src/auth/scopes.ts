@@ -6,6 +6,7 @@ export const SCOPES = [
   'oauth_delegations.write',
   'subscribers.read',
   'subscribers.write',
+  'audit_records.read',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/sql';
 import { isUserPrincipal, scopesOf, type Principal } from '../auth/principal.js';
 import { CALENDAR_URL_SCOPE, policy } from '../auth/policy.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
+import { recordChange } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { ForbiddenError, NotFoundError } from '../errors/domain-errors.js';
 import { User } from '../users/user.entity.js';
@@ -108,6 +109,8 @@ export class CalendarFeedService {
         [user.id, nonce, this.codec.digest(key)],
         'run',
       );
+      // The key itself (and the feed URL holding it) never reaches a record.
+      recordChange(tx, { accountId: principal.accountId, action: 'regenerate', resource: { type: 'calendar_feed_key', id: user.id }, userId: user.id, revokesAccess: true });
       return { user, key };
     }, 'calendarFeed.regenerate');
   }

@@ -14,9 +14,10 @@ import { addSubscribableCommand } from './commands/notification-subscriptions.co
 import { createDelegationCommand } from './commands/oauth-delegations.commands.js';
 import { oauthServerCommands } from './commands/oauth-server.commands.js';
 import { ssoCommands } from './commands/sso.commands.js';
+import { auditCommands } from './commands/audit.commands.js';
 import { resolveServerSecret } from '../auth/server-secret.js';
 
-const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands, ...ssoCommands];
+const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands, ...ssoCommands, ...auditCommands];
 
 function usage(): string {
   return `Usage:\n${commands.map((command) => `  ${command.usage}`).join('\n')}\n\nReads DATABASE_URL and DATA_DIR like the server. With --json, stdout holds exactly one JSON object.`;
@@ -55,9 +56,14 @@ async function main(argv: string[]): Promise<number> {
         for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer));
         return Buffer.concat(chunks).toString('utf8');
       },
+      write: (text) => new Promise<void>((resolve) => {
+        if (process.stdout.write(text)) resolve();
+        else process.stdout.once('drain', resolve);
+      }),
     });
-    process.stdout.write(values.json ? `${JSON.stringify(result)}\n` : `${command.human(result)}\n`);
-    return 0;
+    const output = values.json ? `${JSON.stringify(result)}\n` : `${command.human(result)}\n`;
+    (command.streamsStdout ? process.stderr : process.stdout).write(output);
+    return command.exitCode?.(result) ?? 0;
   } catch (error) {
     if (error instanceof UsageError) {
       process.stderr.write(`${error.message}\nUsage: ${command.usage}\n`);

@@ -12,6 +12,8 @@ export interface CommandIo {
   readStdin?(): Promise<string>;
   /** The public API URL the server answers at (PUBLIC_API_URL), for URLs an operator pastes elsewhere. */
   apiUrl?(): string;
+  /** Standard output for a command that streams its result (an export); resolves once the text is taken (backpressure). */
+  write?(text: string): Promise<void>;
 }
 
 export interface CliCommand {
@@ -22,6 +24,10 @@ export interface CliCommand {
   /** Returns the result object: printed as JSON with --json, else as `human(result)`. */
   run(database: Database, values: Record<string, string | boolean | undefined>, io: CommandIo): Promise<Record<string, unknown>>;
   human(result: Record<string, unknown>): string;
+  /** The process's exit status for a result (default 0): a check that found a problem says so. */
+  exitCode?(result: Record<string, unknown>): number;
+  /** The command writes its own output on stdout (`io.write`); its result goes to stderr. */
+  streamsStdout?: boolean;
 }
 
 export class UsageError extends Error {}

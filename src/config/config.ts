@@ -78,6 +78,8 @@ export interface AppConfig {
   graphqlMaxCost: number;
   /** PostgreSQL only: any statement running longer is cancelled and the request answered 503. */
   databaseStatementTimeoutMs: number;
+  /** Audit records older than this many days are purged (by the server as it goes, and `accessctl audit purge`). */
+  auditRetentionDays: number;
   /** After SIGTERM: how long `/readyz` fails while the server keeps serving, so load balancers stop routing here. */
   shutdownDrainMs: number;
   /** After the drain: how long in-flight requests may take to finish before their connections are cut. */
@@ -130,6 +132,9 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>;
 
 /** Reads and validates the whole environment at once, so a bad deployment lists every problem, not the first. */
+/** `AUDIT_RETENTION_DAYS` unless configured. */
+export const DEFAULT_AUDIT_RETENTION_DAYS = 365;
+
 export function loadConfig(env: Env = process.env): AppConfig {
   const problems: string[] = [];
   const read = (name: string) => {
@@ -271,6 +276,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       keepAliveMs: integer('LIVE_KEEP_ALIVE_MS', 12_000, 1_000, 600_000),
     },
     databaseStatementTimeoutMs: integer('DATABASE_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 100, 600_000),
+    auditRetentionDays: integer('AUDIT_RETENTION_DAYS', DEFAULT_AUDIT_RETENTION_DAYS, 1, 36_500),
   };
   // The page renders /openapi.json: by default it follows the document; asked for without it is a mistake.
   config.apiDocsPage = boolean('API_DOCS_PAGE', !production && config.openapiDocument);

@@ -17,8 +17,8 @@ export interface Change {
   accountId: string;
   /** `<verb>` in the resource's words, e.g. `create`, `update`, `revoke`, `suspend`. */
   action: string;
-  /** The resource changed, e.g. `{type: 'user', id}`, `{type: 'oauth_delegation', id}`. */
-  resource: { type: string; id: string };
+  /** The resource changed, e.g. `{type: 'user', id}`, `{type: 'oauth_delegation', id}`; `summary` names it for people (a user's name). */
+  resource: { type: string; id: string; summary?: string };
   /** The user the change concerns (the changed user, or the owner of the changed credential). */
   userId?: string;
   /** For updates: each changed field with its value before and after. */
@@ -37,6 +37,8 @@ export interface WriteOrigin {
   remoteAddress?: string;
   /** What the write was asked as, in words (e.g. `PUT /users/{id}`, `accessctl api-keys create`). */
   description?: string;
+  /** Who acts when no credential does: the user of a sign-in page's session. */
+  actor?: { type: string; id: string };
 }
 
 /**

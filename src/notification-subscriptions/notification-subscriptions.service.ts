@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import type { Principal } from '../auth/principal.js';
+import { recordChange, type Change } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { policy } from '../auth/policy.js';
 import { NotFoundError, UnprocessableError } from '../errors/domain-errors.js';
@@ -144,14 +145,17 @@ export class NotificationSubscriptionsService {
       const ids = items.map((item) => known.get(refKey(item))).filter((id): id is string => id !== undefined);
       const created = new Set<string>();
       if (ids.length) {
-        const rows = await em.execute<{ subscribable_id: string }[]>(
+        const rows = await em.execute<{ id: string; subscribable_id: string }[]>(
           `insert into notification_subscriptions (account_id, user_id, subscribable_id)
            select ?, ?, wanted.id from unnest(array[?]::uuid[]) with ordinality as wanted (id, position) order by wanted.position
            on conflict (user_id, subscribable_id) do nothing
-           returning subscribable_id`,
+           returning id, subscribable_id`,
           [accountId, user.id, ids],
         );
-        for (const row of rows) created.add(row.subscribable_id);
+        for (const row of rows) {
+          created.add(row.subscribable_id);
+          recordChange(em, subscriptionChange(accountId, user.id, 'create', row));
+        }
       }
       return items.map((item): SubscriptionAttempt => {
         const id = known.get(refKey(item));
@@ -177,11 +181,12 @@ export class NotificationSubscriptionsService {
       const ids = [...known.values()];
       let deletedCount = 0;
       if (ids.length) {
-        const rows = await em.execute<{ id: string }[]>(
-          'delete from notification_subscriptions where user_id = ? and subscribable_id = any(array[?]::uuid[]) returning id',
+        const rows = await em.execute<{ id: string; subscribable_id: string }[]>(
+          'delete from notification_subscriptions where user_id = ? and subscribable_id = any(array[?]::uuid[]) returning id, subscribable_id',
           [user.id, ids],
         );
         deletedCount = rows.length;
+        for (const row of rows) recordChange(em, subscriptionChange(this.principal.accountId, user.id, 'delete', row));
       }
       return { deletedCount, unauthorizedCount: items.length - ids.length, nonExistentCount: ids.length - deletedCount };
     }, 'notificationSubscriptions.unsubscribe');
@@ -262,4 +267,15 @@ function groupSlices(userIds: readonly string[], rows: SubscriptionRow[], first:
 /** Runs inside the transaction that deletes the user, which holds the user's row lock that subscription writes queue on. */
 export async function removeSubscriptionsOfUser(em: EntityManager, userId: string): Promise<void> {
   await em.nativeDelete(NotificationSubscription, { userId });
+}
+
+/** One subscription created or removed, as the write path records it. */
+function subscriptionChange(accountId: string, userId: string, action: 'create' | 'delete', row: { id: string; subscribable_id: string }): Change {
+  return {
+    accountId,
+    action,
+    resource: { type: 'notification_subscription', id: row.id },
+    userId,
+    fields: [{ name: 'subscribable_id', ...(action === 'create' ? { value: row.subscribable_id } : { beforeValue: row.subscribable_id }) }],
+  };
 }

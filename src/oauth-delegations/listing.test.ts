@@ -36,7 +36,7 @@ interface Issued {
 }
 
 async function issue(userId: string, type: DelegationType, scopes = 'users.read oauth_delegations.read', clientId?: string): Promise<Issued> {
-  const { delegation, accessToken } = await issueDelegation(h.database.em(), { userId, type, scopes, clientId });
+  const { delegation, accessToken } = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId, type, scopes, clientId }));
   secrets.push(accessToken, digestSecret(accessToken));
   return { id: delegation.id, token: accessToken, key: { bearer: accessToken } };
 }

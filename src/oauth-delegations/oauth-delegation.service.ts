@@ -109,20 +109,32 @@ async function revokeIssued(
   scope: { accountId: string; userId: string; types?: readonly DelegationType[]; ids?: readonly string[]; exceptId?: string },
   by: { principal?: Principal; at: Date; reason: RevocationReason },
 ): Promise<number> {
-  const where: FilterQuery<OAuthDelegation> = { account: scope.accountId, userId: scope.userId, status: 'issued' };
-  if (scope.types) where.delegationType = { $in: [...scope.types] };
-  if (scope.ids) where.id = { $in: [...scope.ids] };
-  if (scope.exceptId) where.id = { $ne: scope.exceptId };
-  const revoked = await em.nativeUpdate(OAuthDelegation, where, {
-    status: 'revoked',
-    revokedAt: by.at,
-    revokedByKind: by.principal?.kind ?? null,
-    revokedByCredentialId: by.principal?.credentialId ?? null,
-    revocationReason: by.reason,
+  const types = scope.types ? [...scope.types] : undefined;
+  const conditions = ['account_id = ?', 'user_id = ?', "status = 'issued'"];
+  const params: unknown[] = [scope.accountId, scope.userId];
+  if (types) conditions.push(`delegation_type in (${types.map(() => '?').join(', ')})`), params.push(...types);
+  if (scope.ids) conditions.push(`id in (${scope.ids.map(() => '?').join(', ')})`), params.push(...scope.ids);
+  if (scope.exceptId) conditions.push('id <> ?'), params.push(scope.exceptId);
+  if (scope.ids?.length === 0) return 0;
+  const rows = await em.execute<{ id: string }[]>(
+    `update oauth_delegations set status = 'revoked', revoked_at = ?, revoked_by_kind = ?, revoked_by_credential_id = ?, revocation_reason = ?
+      where ${conditions.join(' and ')}
+      returning id`,
+    [by.at, by.principal?.kind ?? null, by.principal?.credentialId ?? null, by.reason, ...params],
+  );
+  if (rows.length === 0) return 0;
+  delegationsRevoked.inc({ reason: by.reason }, rows.length);
+  // One record per user, naming every delegation this revocation ended.
+  recordChange(em, {
+    accountId: scope.accountId,
+    action: 'revoke',
+    resource: { type: 'user', id: scope.userId },
+    userId: scope.userId,
+    fields: [{ name: 'revocation_reason', value: by.reason }, ...(types ? [{ name: 'delegation_type', value: types.join(',') }] : [])],
+    references: rows.map((row) => ({ type: 'oauth_delegation', id: row.id })),
+    revokesAccess: true,
   });
-  if (revoked) delegationsRevoked.inc({ reason: by.reason }, revoked);
-  if (revoked) recordChange(em, { accountId: scope.accountId, action: 'revoke_oauth_delegations', resource: { type: 'user', id: scope.userId }, userId: scope.userId, fields: [{ name: 'oauthDelegations' }], revokesAccess: true });
-  return revoked;
+  return rows.length;
 }
 
 /** Domain logic of OAuth delegations for one caller; knows nothing of HTTP or GraphQL. */
@@ -346,6 +358,18 @@ export async function issueDelegation(em: EntityManager, options: IssueDelegatio
     expiresAt: new Date(createdAt.getTime() + lifetime * 1000),
   });
   await em.persist(delegation).flush();
+  recordChange(em, {
+    accountId: user.account_id,
+    action: 'create',
+    resource: { type: 'oauth_delegation', id: delegation.id },
+    userId: user.id,
+    fields: [
+      { name: 'delegation_type', value: options.type },
+      { name: 'client_id', value: clientId },
+      { name: 'scope', value: delegation.scope },
+      { name: 'expires_at', value: delegation.expiresAt.toISOString() },
+    ],
+  });
   return { delegation, accessToken };
 }
 
@@ -370,25 +394,71 @@ export interface GrantDelegation {
  */
 export async function recordGrantDelegation(em: EntityManager, grant: GrantDelegation): Promise<void> {
   const scopes = grant.scopes.filter((scope) => ISSUABLE_SCOPES.includes(scope));
-  await em.execute(
+  const [row] = await em.execute<{ id: string; created: boolean }[]>(
     `insert into oauth_delegations (id, account_id, user_id, delegation_type, client_id, client_name, scope, status, grant_id, created_at, expires_at)
      values (?, ?, ?, ?, ?, ?, ?, 'issued', ?, ?, ?)
      on conflict (grant_id) where grant_id is not null
-     do update set scope = excluded.scope`,
+     do update set scope = excluded.scope
+     returning id, (xmax = 0) as created`,
     [randomUUID(), grant.accountId, grant.userId, grant.type, grant.clientId, grant.clientName, scopes.join(' '), grant.grantId, new Date().toISOString(), grant.expiresAt.toISOString()],
   );
+  recordChange(em, {
+    accountId: grant.accountId,
+    action: row!.created ? 'create' : 'update',
+    resource: { type: 'oauth_delegation', id: row!.id, summary: grant.clientName },
+    ...(grant.userId ? { userId: grant.userId } : {}),
+    fields: [
+      { name: 'delegation_type', value: grant.type },
+      { name: 'client_id', value: grant.clientId },
+      { name: 'scope', value: scopes.join(' ') },
+    ],
+  });
 }
 
 /** The authorization server revoked a grant itself (RFC 7009 revocation, a reused refresh token). */
 export async function revokeGrantDelegation(em: EntityManager, grantId: string, at: Date = new Date()): Promise<number> {
-  return em.nativeUpdate(OAuthDelegation, { grantId, status: 'issued' }, { status: 'revoked', revokedAt: at, revocationReason: 'grant_revoked' });
+  const rows = await em.execute<{ id: string; account_id: string; user_id: string | null; client_id: string }[]>(
+    `update oauth_delegations set status = 'revoked', revoked_at = ?, revocation_reason = 'grant_revoked'
+      where grant_id = ? and status = 'issued' returning id, account_id, user_id, client_id`,
+    [at, grantId],
+  );
+  for (const row of rows) {
+    recordChange(em, {
+      accountId: row.account_id,
+      action: 'revoke',
+      resource: { type: 'oauth_delegation', id: row.id },
+      ...(row.user_id ? { userId: row.user_id } : {}),
+      fields: [{ name: 'revocation_reason', value: 'grant_revoked' }, { name: 'client_id', value: row.client_id }],
+      revokesAccess: true,
+    });
+  }
+  return rows.length;
 }
 
 /** An app was deleted: every delegation it held, for every user and for its account, is revoked. */
 export async function revokeClientDelegations(em: EntityManager, clientId: string, principal: Principal | undefined, at: Date = new Date()): Promise<number> {
-  return em.nativeUpdate(
-    OAuthDelegation,
-    { clientId, status: 'issued' },
-    { status: 'revoked', revokedAt: at, revokedByKind: principal?.kind ?? null, revokedByCredentialId: principal?.credentialId ?? null, revocationReason: 'app_deleted' },
+  const rows = await em.execute<{ id: string; account_id: string; user_id: string | null }[]>(
+    `update oauth_delegations set status = 'revoked', revoked_at = ?, revoked_by_kind = ?, revoked_by_credential_id = ?, revocation_reason = 'app_deleted'
+      where client_id = ? and status = 'issued' returning id, account_id, user_id`,
+    [at, principal?.kind ?? null, principal?.credentialId ?? null, clientId],
   );
+  // One record per user (or for the account, an integration's), naming the delegations the deletion ended.
+  const byHolder = new Map<string, typeof rows>();
+  for (const row of rows) {
+    const holder = `${row.account_id}/${row.user_id ?? ''}`;
+    byHolder.set(holder, [...(byHolder.get(holder) ?? []), row]);
+  }
+  for (const held of byHolder.values()) {
+    const { account_id: accountId, user_id: userId } = held[0]!;
+    recordChange(em, {
+      accountId,
+      action: 'revoke',
+      resource: userId ? { type: 'user', id: userId } : { type: 'app', id: clientId },
+      ...(userId ? { userId } : {}),
+      fields: [{ name: 'revocation_reason', value: 'app_deleted' }],
+      references: held.map((row) => ({ type: 'oauth_delegation', id: row.id })),
+      revokesAccess: true,
+    });
+  }
+  return rows.length;
 }

@@ -12,7 +12,7 @@ afterAll(async () => {
 });
 
 async function bearer(userId: string, scopes: string): Promise<Credential> {
-  const { accessToken } = await issueDelegation(h.database.em(), { userId, type: 'integration', scopes });
+  const { accessToken } = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId, type: 'integration', scopes }));
   return { bearer: accessToken };
 }
 

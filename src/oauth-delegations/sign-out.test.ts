@@ -22,7 +22,7 @@ interface Issued {
 }
 
 async function issue(userId: string, type: DelegationType, scopes = 'users.read oauth_delegations.read oauth_delegations.write'): Promise<Issued> {
-  const { delegation, accessToken } = await issueDelegation(h.database.em(), { userId, type, scopes });
+  const { delegation, accessToken } = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId, type, scopes }));
   return { id: delegation.id, token: accessToken, key: { bearer: accessToken } };
 }
 

@@ -75,10 +75,16 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
     }
 
     async destroy(id: string): Promise<void> {
-      const em = database.em();
-      await em.execute('delete from oauth_server_records where model = ? and key_digest = ?', [this.model, digestSecret(id)]);
-      // The library destroys a grant when it revokes it (RFC 7009, a reused refresh token): its delegation goes with it.
-      if (this.model === 'Grant') await revokeGrantDelegation(em, id);
+      if (this.model !== 'Grant') {
+        await database.em().execute('delete from oauth_server_records where model = ? and key_digest = ?', [this.model, digestSecret(id)]);
+        return;
+      }
+      // The library destroys a grant when it revokes it (RFC 7009, a reused refresh token): its
+      // delegation goes with it, a recorded write of the authorization server.
+      await database.transactions.onBehalfOf({ face: 'oauth', description: 'OAuth grant revoked by the authorization server' }).run(database.em(), async (tx) => {
+        await tx.execute('delete from oauth_server_records where model = ? and key_digest = ?', [this.model, digestSecret(id)]);
+        await revokeGrantDelegation(tx, id);
+      }, 'oauthServer.revokeGrant');
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { recordChange } from '../db/change-journal.js';
+import type { TransactionRunner } from '../db/transaction.js';
 import type { EntityManager } from '@mikro-orm/sql';
 import type { ClientMetadata } from 'oidc-provider';
 import { Account } from '../accounts/account.entity.js';
@@ -62,6 +64,7 @@ export class AppsService {
   constructor(
     private readonly em: EntityManager,
     private readonly sealer: Sealer,
+    private readonly transactions: TransactionRunner,
   ) {}
 
   /** Registers an app; a confidential one gets a secret, returned once and stored sealed only. */
@@ -83,17 +86,23 @@ export class AppsService {
     }
 
     const clientSecret = isConfidential(kind) ? newSecretToken(32) : undefined;
-    const app = this.em.create(OAuthApp, {
-      clientId: randomBytes(16).toString('hex'),
-      account: this.em.getReference(Account, options.accountId),
-      name,
-      kind,
-      redirectUris,
-      scope: scopes.join(' '),
-      clientSecretSealed: clientSecret ? this.sealer.seal(clientSecret) : null,
-    });
-    await this.em.transactional(async (tx) => {
+    const app = await this.transactions.run(this.em, async (tx) => {
+      const app = tx.create(OAuthApp, {
+        clientId: randomBytes(16).toString('hex'),
+        account: tx.getReference(Account, options.accountId),
+        name,
+        kind,
+        redirectUris,
+        scope: scopes.join(' '),
+        clientSecretSealed: clientSecret ? this.sealer.seal(clientSecret) : null,
+      });
       await tx.persist(app).flush();
+      recordChange(tx, {
+        accountId: options.accountId,
+        action: 'create',
+        resource: { type: 'app', id: app.clientId, summary: name },
+        fields: [{ name: 'name', value: name }, { name: 'kind', value: kind }, { name: 'scope', value: app.scope }, { name: 'redirect_uris', value: redirectUris.join(' ') }],
+      });
       if (kind === 'integration') {
         await recordGrantDelegation(tx, {
           accountId: options.accountId,
@@ -106,7 +115,8 @@ export class AppsService {
           expiresAt: new Date(Date.now() + INTEGRATION_DELEGATION_LIFETIME_MS),
         });
       }
-    });
+      return app;
+    }, 'oauthServer.createApp');
     return { app, clientSecret };
   }
 
@@ -116,14 +126,15 @@ export class AppsService {
 
   /** Deletes the app and revokes every delegation it holds, in one transaction. */
   async delete(clientId: string, principal?: Principal): Promise<{ revokedDelegations: number }> {
-    return this.em.transactional(async (tx) => {
+    return this.transactions.run(this.em, async (tx) => {
       const app = await tx.findOne(OAuthApp, { clientId });
       if (!app) throw new NotFoundError('app');
+      recordChange(tx, { accountId: app.account.id, action: 'delete', resource: { type: 'app', id: clientId, summary: app.name }, fields: [{ name: 'name', beforeValue: app.name }], revokesAccess: true });
       const revokedDelegations = await revokeClientDelegations(tx, clientId, principal);
       await tx.execute('delete from oauth_server_records where model = ? and grant_id = ?', ['ClientCredentials', `client:${clientId}`]);
       await tx.remove(app).flush();
       return { revokedDelegations };
-    });
+    }, 'oauthServer.deleteApp');
   }
 }
 

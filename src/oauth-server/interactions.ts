@@ -3,6 +3,8 @@ import type Provider from 'oidc-provider';
 import { errors, type InteractionResults } from 'oidc-provider';
 import type { Database } from '../db/database.js';
 import type { SignInMethod } from '../auth/sign-in-method.js';
+import { recordChange } from '../db/change-journal.js';
+import type { TransactionRunner } from '../db/transaction.js';
 import { deriveKey } from '../auth/server-secret.js';
 import { hmac, safeEqual } from '../auth/secrets.js';
 import type { Logger } from '../logging/logger.js';
@@ -30,6 +32,38 @@ function sendPage(res: Response, status: number, html: string): void {
     'X-Frame-Options': 'DENY',
     'Referrer-Policy': 'no-referrer',
   }).send(html);
+}
+
+/** The sign-in pages' writes: made by the browser's session (the user signing in, once known), from the client's address. */
+function pageWrites(database: Database, req: Request, res: Response, userId?: string): TransactionRunner {
+  return database.transactions.onBehalfOf({
+    face: 'oauth',
+    requestId: res.locals.requestId as string | undefined,
+    remoteAddress: req.ip,
+    description: `${req.method} ${req.route?.path ?? req.path}`,
+    ...(userId ? { actor: { type: 'user', id: userId } } : {}),
+  });
+}
+
+/**
+ * A sign-in or a failed one, as a write of its own: the user whose email was given (when one
+ * matches; a failure names no email, which may hold a mistyped password), else the app.
+ */
+async function recordSignIn(database: Database, req: Request, res: Response, attempt: { app: OAuthApp; email: string; userId?: string }): Promise<void> {
+  const em = database.em();
+  const [match] = attempt.userId || !attempt.email
+    ? []
+    : await em.execute<{ id: string }[]>('select id from users where account_id = ? and lower(email) = lower(?) and deleted_at is null', [attempt.app.account.id, attempt.email]);
+  const userId = attempt.userId ?? match?.id;
+  await pageWrites(database, req, res, attempt.userId).run(em, async (tx) => {
+    recordChange(tx, {
+      accountId: attempt.app.account.id,
+      action: attempt.userId ? 'sign_in' : 'sign_in_failed',
+      resource: userId ? { type: 'user', id: userId } : { type: 'app', id: attempt.app.clientId, summary: attempt.app.name },
+      ...(userId ? { userId } : {}),
+      fields: [{ name: 'client_id', value: attempt.app.clientId }],
+    });
+  }, attempt.userId ? 'oauthServer.signIn' : 'oauthServer.signInFailed');
 }
 
 function first(value: unknown): string {
@@ -88,7 +122,7 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
       ...(grant.getOIDCScope()?.split(' ') ?? []),
       ...resources.flatMap((indicator) => grant.getResourceScope(indicator)?.split(' ') ?? []),
     ].filter(Boolean);
-    await recordGrantDelegation(em, {
+    await pageWrites(deps.database, req, res, userId).run(em, (tx) => recordGrantDelegation(tx, {
       accountId: app.account.id,
       userId,
       type: delegationTypeFor(app.kind),
@@ -97,7 +131,7 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
       scopes: [...new Set(scopes)],
       grantId,
       expiresAt: new Date(Date.now() + LIFETIMES.grant * 1000),
-    });
+    }), 'oauthServer.consent');
     await finish(req, res, provider, { consent: existing ? {} : { grantId } }, true);
   }
 
@@ -145,6 +179,7 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
       return page(429, TOO_MANY_ATTEMPTS);
     }
     const userId = email && password ? await checkSignIn(em, app.account.id, email, password) : undefined;
+    await recordSignIn(deps.database, req, res, { app, email, userId });
     if (!userId) return page(401, WRONG_CREDENTIALS);
     await attempt.succeeded();
     await finish(req, res, provider, { login: { accountId: userId } });

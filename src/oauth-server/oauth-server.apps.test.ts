@@ -236,8 +236,8 @@ describe('revocation and introspection endpoints, user deletion, GraphQL', () =>
     const denied = await graphqlCall(fixture.instances[0]!, bearer, '{ oauthApps { clientId } }');
     expect(denied.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     // Read-only account keys and plain users' keys lack can_update_user too.
-    const readOnlyKey = await new AccountsService(fixture.database.em()).createApiKey({ accountId: m.accountId, readOnly: true });
-    const userKey = await new AccountsService(fixture.database.em()).createApiKey({ accountId: m.accountId, userId: m.userId });
+    const readOnlyKey = await fixture.database.transactions.run(fixture.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: m.accountId, readOnly: true }));
+    const userKey = await fixture.database.transactions.run(fixture.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: m.accountId, userId: m.userId }));
     for (const key of [readOnlyKey.apiKey, userKey.apiKey]) {
       expect((await graphqlCall(fixture.instances[0]!, `Token token=${key}`, '{ oauthApps { clientId } }')).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     }

@@ -66,7 +66,7 @@ export class OAuthServerResolver {
   @Query(() => [OAuthAppObject], { description: 'The apps registered for this account, newest first. can_update_user; a token needs oauth_delegations.read.' })
   oauthApps(@Ctx() context: Context): Promise<OAuthApp[]> {
     const principal = requirePrincipal(context);
-    return new AppsService(context.em, sealersFor(context.runtime.serverSecret).clientSecrets).list(principal.accountId);
+    return new AppsService(context.em, sealersFor(context.runtime.serverSecret).clientSecrets, context.transactions).list(principal.accountId);
   }
 
   @Authorized<Requirement>('users.write', 'write')

@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/sql';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import type { UserPrincipal } from '../auth/principal.js';
 import type { TransactionRunner } from '../db/transaction.js';
+import { recordChange } from '../db/change-journal.js';
 import { ForbiddenError, InvalidInputError, NotFoundError, RateLimitedError } from '../errors/domain-errors.js';
 import { lockLiveUser } from '../users/user-locks.js';
 import { beginSignInAttempt, type SignInLimits } from './sign-in-limiter.js';
@@ -49,7 +50,7 @@ async function liveUser(em: EntityManager, userId: string): Promise<LiveUserRow 
 /**
  * An operator sets (or resets) a live user's password; only the argon2id hash is stored. A reset
  * is what follows a suspected takeover, so it also ends the user's sessions and grants, as a
- * change by the user does.
+ * change by the user does. The record of the change says that it changed, never what to.
  */
 export async function setPassword(em: EntityManager, transactions: TransactionRunner, userId: string, password: string): Promise<void> {
   validatePassword(password);
@@ -63,6 +64,7 @@ export async function setPassword(em: EntityManager, transactions: TransactionRu
        on conflict (user_id) do update set password_hash = excluded.password_hash, updated_at = excluded.updated_at`,
       [userId, stored],
     );
+    recordChange(tx, { accountId: user.account_id, action: 'set_password', resource: { type: 'user', id: userId }, userId, fields: [{ name: 'password' }] });
     await revokeUserSessionsAndGrants(tx, { accountId: user.account_id, userId }, { reason: 'password_changed' });
   }, 'passwords.set');
 }
@@ -108,6 +110,7 @@ export async function changeOwnPassword(change: PasswordChange): Promise<void> {
   await change.transactions.run(em, async (tx) => {
     if (!(await lockLiveUser(tx, principal.accountId, principal.userId))) throw new NotFoundError('user');
     await tx.execute('update user_passwords set password_hash = ?, updated_at = now() where user_id = ?', [stored, principal.userId], 'run');
+    recordChange(tx, { accountId: principal.accountId, action: 'change_password', resource: { type: 'user', id: principal.userId }, userId: principal.userId, fields: [{ name: 'password' }] });
     await revokeUserSessionsAndGrants(tx, principal, {
       principal,
       reason: 'password_changed',

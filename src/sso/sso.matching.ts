@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/sql';
+import { recordChange } from '../db/change-journal.js';
 import { newPublicId } from '../db/public-id.js';
 
 export interface AssertedIdentity {
@@ -30,11 +31,21 @@ export async function userForAssertedIdentity(tx: EntityManager, accountId: stri
   const existing = await signInEligibleUser(tx, accountId, identity.email);
   if (existing || !jit) return existing;
   const name = (identity.name?.trim() || identity.email.split('@')[0] || identity.email).slice(0, 100);
-  await tx.execute(
+  const created = await tx.execute<{ id: string; color: string }[]>(
     `insert into users (id, account_id, name, email, time_zone, color, role, created_via_sso)
      select ?, a.id, ?, ?, a.time_zone, ?, 'user', true from accounts a where a.id = ?
-     on conflict (account_id, lower(email)) where deleted_at is null do nothing`,
+     on conflict (account_id, lower(email)) where deleted_at is null do nothing
+     returning id, color`,
     [newPublicId(), name, identity.email, JIT_COLORS[Math.floor(Math.random() * JIT_COLORS.length)], accountId],
   );
+  for (const user of created) {
+    recordChange(tx, {
+      accountId,
+      action: 'create',
+      resource: { type: 'user', id: user.id, summary: name },
+      userId: user.id,
+      fields: [{ name: 'name', value: name }, { name: 'email', value: identity.email }, { name: 'role', value: 'user' }, { name: 'created_via_sso', value: true }],
+    });
+  }
   return signInEligibleUser(tx, accountId, identity.email);
 }

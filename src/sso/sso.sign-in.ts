@@ -1,3 +1,4 @@
+import { recordChange } from '../db/change-journal.js';
 import express, { type Request, type Response, type Router } from 'express';
 import * as oidc from 'openid-client';
 import { SAML, ValidateInResponseTo, type CacheProvider } from '@node-saml/node-saml';
@@ -117,10 +118,45 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
     return trip;
   }
 
-  async function signInWith(trip: RoundTrip, identity: AssertedIdentity, finisher: InteractionFinisher, res: Response): Promise<void> {
+  /** The sign-in's writes as the audit trail sees them: a browser at this address, acting as `userId` once known. */
+  function browserWrites(req: Request, res: Response, userId?: string) {
+    return database.transactions.onBehalfOf({
+      face: 'oauth',
+      requestId: res.locals.requestId as string | undefined,
+      remoteAddress: req.ip,
+      description: `${req.method} ${req.path}`,
+      ...(userId ? { actor: { type: 'user', id: userId } } : {}),
+    });
+  }
+
+  /** A refused answer for a known round trip is the account's failed sign-in (the provider named, no assertion kept). */
+  async function recordRefusal(req: Request, res: Response, trip: RoundTrip, reason: string): Promise<void> {
+    await browserWrites(req, res).run(database.em(), async (tx) => {
+      recordChange(tx, {
+        accountId: trip.account_id,
+        action: 'sign_in_failed',
+        resource: { type: 'account', id: trip.account_id },
+        fields: [{ name: 'single_sign_on', value: reason.slice(0, 200) }],
+      });
+    }, 'sso.sign-in-refused');
+  }
+
+  async function signInWith(req: Request, trip: RoundTrip, identity: AssertedIdentity, finisher: InteractionFinisher, res: Response): Promise<void> {
     const settings = await requiredSettings(trip.account_id).catch(() => { throw new Refusal(REFUSED, 401, 'the account has no provider any more'); });
     const em = database.em();
-    const userId = await database.transactions.run(em, (tx) => userForAssertedIdentity(tx, trip.account_id, identity, settings.jit), 'sso.sign-in');
+    const userId = await browserWrites(req, res).run(em, async (tx) => {
+      const user = await userForAssertedIdentity(tx, trip.account_id, identity, settings.jit);
+      if (user) {
+        recordChange(tx, {
+          accountId: trip.account_id,
+          action: 'sign_in',
+          resource: { type: 'user', id: user },
+          userId: user,
+          fields: [{ name: 'single_sign_on', value: `${settings.protocol}: ${settings.displayName}` }],
+        });
+      }
+      return user;
+    }, 'sso.sign-in');
     if (!userId) throw new Refusal(NO_ACCESS, 403, 'no eligible user for the asserted email');
     const resumeAt = await finisher.signedIn(trip.interaction_uid, trip.account_id, userId);
     if (!resumeAt) throw new Refusal(EXPIRED, 400, 'the interaction no longer waits for a sign-in');
@@ -130,8 +166,9 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
 
   function returnHandler(protocol: 'oidc' | 'saml', finisher: InteractionFinisher, verify: (req: Request, trip: RoundTrip) => Promise<AssertedIdentity>, stateOf: (req: Request) => unknown) {
     return async (req: Request, res: Response) => {
+      let trip: RoundTrip | undefined;
       try {
-        const trip = await takeRoundTrip(stateOf(req), protocol);
+        trip = await takeRoundTrip(stateOf(req), protocol);
         let identity: AssertedIdentity;
         try {
           identity = await verify(req, trip);
@@ -139,10 +176,12 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
           if (error instanceof Refusal) throw error;
           throw new Refusal(REFUSED, 401, error instanceof Error ? error.message.slice(0, 300) : 'verification failed');
         }
-        await signInWith(trip, identity, finisher, res);
+        await signInWith(req, trip, identity, finisher, res);
       } catch (error) {
         if (!(error instanceof Refusal)) throw error;
         logger.warn({ protocol, reason: error.message }, 'single sign-on refused');
+        // Unknown, expired and replayed states name no account: nothing to record them against.
+        if (trip) await recordRefusal(req, res, trip, `${protocol}: ${error.page[0]}`);
         finisher.problem(res, error.status, error.page[0], error.page[1]);
       }
     };

@@ -11,7 +11,7 @@ import { User } from './user.entity.js';
 import type { UserDeletedHook } from './user-lifecycle.js';
 import { lockLiveUser } from './user-locks.js';
 import type { UserRow } from './user.reads.js';
-import { UserWrites, userUpdated, type LockedUser, type UserPatch } from './user.writes.js';
+import { UserWrites, userChangedFields, type LockedUser, type UserPatch } from './user.writes.js';
 import { normalizeEmail, validateUserFields, type UserFields } from './user.validation.js';
 
 export const MAX_USERS_PER_BULK_UPDATE = 100;
@@ -66,6 +66,7 @@ export class UsersService {
             jobTitle: fields.jobTitle ?? null,
           });
           await em.persist(user).flush();
+          recordChange(em, { accountId: this.principal.accountId, action: 'create', resource: { type: 'user', id: user.id, summary: user.name }, userId: user.id, fields: createdFields(user) });
           return user;
         }, 'users.create');
       } catch (error) {
@@ -138,9 +139,7 @@ export class UsersService {
       if (taken) throw new InvalidInputError(`${label(taken.index)}email has already been taken`);
 
       try {
-        const rows = await writes.apply(patches, fields);
-        for (const patch of patches) recordChange(em, userUpdated(this.principal.accountId, patch, byId.get(patch.id)!));
-        return rows;
+        return await writes.apply(patches, fields, byId);
       } catch (error) {
         if (isEmailConflict(error)) throw new InvalidInputError('email has already been taken');
         throw error;
@@ -159,7 +158,14 @@ export class UsersService {
       const deletedAt = new Date();
       user.deletedAt = deletedAt;
       await em.flush();
-      recordChange(em, { accountId: this.principal.accountId, action: 'delete', resource: { type: 'user', id: user.id }, userId: user.id, revokesAccess: true });
+      recordChange(em, {
+        accountId: this.principal.accountId,
+        action: 'delete',
+        resource: { type: 'user', id: user.id, summary: user.name },
+        userId: user.id,
+        fields: createdFields(user).map((field) => ({ name: field.name, beforeValue: field.value })),
+        revokesAccess: true,
+      });
       for (const hook of this.deletedHooks) await hook(em, { id: user.id, accountId: this.principal.accountId, deletedAt }, this.principal);
     }, 'users.delete');
   }
@@ -175,11 +181,16 @@ export class UsersService {
   }
 }
 
+function createdFields(user: User) {
+  return userChangedFields({ name: user.name, email: user.email, timeZone: user.timeZone, color: user.color, role: user.role, description: user.description, jobTitle: user.jobTitle });
+}
+
 /** The first user of a new account; only bootstrap creates owners. */
 export async function createAccountOwner(em: EntityManager, account: Account, fields: { name: string; email: string }): Promise<User> {
   const problems = validateUserFields(fields, { creating: true });
   if (problems.length) throw new InvalidInputError(problems);
   const owner = em.create(User, { account, name: fields.name.trim(), email: fields.email.trim(), timeZone: account.timeZone, color: 'green', role: 'owner' });
   await em.persist(owner).flush();
+  recordChange(em, { accountId: account.id, action: 'create', resource: { type: 'user', id: owner.id, summary: owner.name }, userId: owner.id, fields: createdFields(owner) });
   return owner;
 }

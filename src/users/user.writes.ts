@@ -1,25 +1,33 @@
 import type { EntityManager } from '@mikro-orm/sql';
-import type { Change } from '../db/change-journal.js';
 import type { UserRole } from '../auth/roles.js';
+import { recordChange, type ChangedField } from '../db/change-journal.js';
 import { patchUpdateStatement, writePath, type WritePath } from '../db/write-path.js';
 import { lockLiveUserRows } from './user-locks.js';
 import { USER_FIELD_COLUMNS, userRows, userSelectList, type UserRow } from './user.reads.js';
 import type { UserFields } from './user.validation.js';
 
-/** What the checks of an update read from a user row it locked. */
-export interface LockedUser {
+/** What an update reads from a user row it locked: what the checks need, and every field's value before (the audit trail's). */
+export interface LockedUser extends Required<UserFields> {
   id: string;
   email: string;
   role: UserRole;
 }
 
-export type UserPatch = UserFields & { id: string };
+/** Change records name a user's fields as the public API does, which is also how the columns are named. */
+const USER_FIELD_NAMES = USER_FIELD_COLUMNS;
 
-/** The change an update makes, for the commit hooks (`recordChange`): the fields it sets, and whether the role moves (access changes). */
-export function userUpdated(accountId: string, patch: UserPatch, before: LockedUser): Change {
-  const fields = Object.entries(patch).filter(([name, value]) => name !== 'id' && value !== undefined).map(([name]) => ({ name }));
-  return { accountId, action: 'update', resource: { type: 'user', id: patch.id }, userId: patch.id, fields, revokesAccess: patch.role !== undefined && patch.role !== before.role };
+const LOCKED_COLUMNS = ['id', ...Object.entries(USER_FIELD_COLUMNS).map(([field, column]) => (field === column ? column : `${column} as "${field}"`))].join(', ');
+
+/** Each field of `fields` as a change reports it: its value (and for updates, its value before). */
+export function userChangedFields(after: UserFields, before?: UserFields): ChangedField[] {
+  return (Object.keys(USER_FIELD_NAMES) as Array<keyof UserFields>).flatMap((field) => {
+    const value = after[field];
+    if (value === undefined || (before && (before[field] ?? null) === (value ?? null))) return [];
+    return [{ name: USER_FIELD_NAMES[field], value, ...(before ? { beforeValue: before[field] ?? null } : {}) }];
+  });
 }
+
+export type UserPatch = UserFields & { id: string };
 
 /**
  * Updates of users on the write path (src/db/write-path.ts), inside the caller's transaction:
@@ -38,7 +46,7 @@ export class UserWrites {
 
   /** The live users among `ids`, locked first in id order (user-locks.ts), with what the checks read. */
   lockForUpdate(ids: readonly string[]): Promise<LockedUser[]> {
-    return lockLiveUserRows<LockedUser>(this.tx, this.accountId, ids, 'id, email, role');
+    return lockLiveUserRows<LockedUser>(this.tx, this.accountId, ids, LOCKED_COLUMNS);
   }
 
   /**
@@ -58,19 +66,37 @@ export class UserWrites {
   /**
    * Applies every patch in one UPDATE (name and email stored trimmed, as created) and answers the
    * rows in the patches' order with the columns `fields` needs, as the read path presents them.
-   * Rows whose values do not change keep their updated_at. The caller has locked and checked them.
+   * Rows whose values do not change keep their updated_at. The caller has locked and checked them
+   * (`locked`: the rows as `lockForUpdate` read them); each user whose fields change is reported
+   * as one change, naming each changed field with its value before and after.
    */
-  async apply(patches: readonly UserPatch[], fields: Iterable<string>): Promise<UserRow[]> {
+  async apply(patches: readonly UserPatch[], fields: Iterable<string>, locked: ReadonlyMap<string, LockedUser>): Promise<UserRow[]> {
+    const stored = patches.map((patch) => ({ ...patch, name: patch.name?.trim(), email: patch.email?.trim() }));
     const statement = patchUpdateStatement({
       table: 'users',
       key: 'id',
       columns: USER_FIELD_COLUMNS,
-      patches: patches.map((patch) => ({ ...patch, name: patch.name?.trim(), email: patch.email?.trim() })),
+      patches: stored,
       where: { sql: 'users.account_id = ? and users.deleted_at is null', params: [this.accountId] },
       touched: 'updated_at',
       returning: userSelectList(fields),
     });
     const byId = new Map((await userRows(this.writes.rows<UserRow>(statement.sql, statement.params))).map((row) => [row.id, row]));
+    for (const patch of stored) {
+      const before = locked.get(patch.id)!;
+      const { id: _id, ...after } = patch;
+      const changed = userChangedFields(after, before);
+      if (changed.length === 0) continue;
+      const lowersRole = patch.role !== undefined && patch.role !== before.role;
+      recordChange(this.tx, {
+        accountId: this.accountId,
+        action: 'update',
+        resource: { type: 'user', id: patch.id, summary: patch.name ?? before.name },
+        userId: patch.id,
+        fields: changed,
+        ...(lowersRole ? { revokesAccess: true } : {}),
+      });
+    }
     return patches.map((patch) => byId.get(patch.id)!);
   }
 }

@@ -140,7 +140,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       return { status: response.status, data: response.body.data, errors: response.body.errors };
     },
     async createAccount(name = `Account ${randomUUID().slice(0, 8)}`) {
-      const result = await bootstrapAccount(database.em(), { accountName: name, ownerEmail: `owner-${randomUUID().slice(0, 8)}@example.com`, ownerName: `Owner of ${name}` });
+      const result = await database.transactions.run(database.em(), (tx) => bootstrapAccount(tx, { accountName: name, ownerEmail: `owner-${randomUUID().slice(0, 8)}@example.com`, ownerName: `Owner of ${name}` }));
       return { id: result.account.id, ownerId: result.owner.id, key: { token: result.apiKey } };
     },
     async createUser(account, userOptions = {}) {
@@ -155,11 +155,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         role: userOptions.role ?? 'user',
       });
       await em.persist(user).flush();
-      const key = await new AccountsService(database.em()).createApiKey({ accountId: account.id, userId: user.id });
+      const key = await database.transactions.run(database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: account.id, userId: user.id }));
       return { id: user.id, email: user.email, name: user.name, key: { token: key.apiKey } };
     },
     async accountKey(account, keyOptions = {}) {
-      const key = await new AccountsService(database.em()).createApiKey({ accountId: account.id, readOnly: keyOptions.readOnly });
+      const key = await database.transactions.run(database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: account.id, readOnly: keyOptions.readOnly }));
       return { token: key.apiKey };
     },
     async close() {

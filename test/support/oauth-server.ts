@@ -171,7 +171,7 @@ export async function discover(url: string, clientId: string, clientAuth: client
 }
 
 export async function registerApp(database: Database, serverSecret: Buffer, options: { accountId: string; kind: string; redirectUris?: string[]; scopes?: string; name?: string }) {
-  return new AppsService(database.em(), sealersFor(serverSecret).clientSecrets).create({
+  return new AppsService(database.em(), sealersFor(serverSecret).clientSecrets, database.transactions).create({
     accountId: options.accountId,
     name: options.name ?? `${options.kind} app`,
     kind: options.kind,
@@ -196,7 +196,7 @@ export interface Member {
 /** A fresh account (with its owner's full-access key) and one member who has a password. */
 export async function newMember(database: Database, role: 'user' | 'admin' = 'user'): Promise<Member> {
   const suffix = randomUUID().slice(0, 8);
-  const booted = await bootstrapAccount(database.em(), { accountName: `Account ${suffix}`, ownerEmail: `owner-${suffix}@example.com` });
+  const booted = await database.transactions.run(database.em(), (tx) => bootstrapAccount(tx, { accountName: `Account ${suffix}`, ownerEmail: `owner-${suffix}@example.com` }));
   const em = database.em();
   const user = em.create(User, { account: em.getReference(Account, booted.account.id), name: `User ${suffix}`, email: `user-${suffix}@example.com`, timeZone: 'Etc/UTC', color: 'green', role });
   await em.persist(user).flush();

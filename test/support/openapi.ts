@@ -14,13 +14,35 @@ const reference = JSON.parse(fs.readFileSync(referencePath, 'utf8')) as {
   paths: Record<string, Record<string, { responses: Record<string, { $ref?: string; content?: Record<string, { schema: unknown }> }> }>>;
 };
 
+/** The same public document's audit-record operations (SPEC section 13), validated the same way. */
+const auditReferencePath = process.env.OPENAPI_AUDIT_REFERENCE ?? path.resolve(process.cwd(), '../shared/reference/pagerduty-rest-v2.audit-records.openapi.json');
+const auditReference = withoutUntypedNullable(JSON.parse(fs.readFileSync(auditReferencePath, 'utf8'))) as typeof reference;
+
+/**
+ * OpenAPI 3.0's `nullable` needs a `type` beside it for Ajv; the audit document has one schema
+ * (`response_metadata`) where it sits beside `anyOf` instead: the same meaning, said as null being one more alternative.
+ */
+function withoutUntypedNullable(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withoutUntypedNullable);
+  if (!node || typeof node !== 'object') return node;
+  const entries = Object.entries(node as Record<string, unknown>).map(([key, value]) => [key, withoutUntypedNullable(value)] as const);
+  const copy = Object.fromEntries(entries) as Record<string, unknown>;
+  if (copy.nullable === true && copy.type === undefined && Array.isArray(copy.anyOf)) {
+    delete copy.nullable;
+    copy.anyOf = [...copy.anyOf, { type: 'null' }];
+  }
+  return copy;
+}
+
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats(ajv);
 ajv.addFormat('url', (value: string) => URL.canParse(value));
 ajv.addFormat('tzinfo', (value: string) => isIanaTimeZone(value));
 ajv.addSchema(reference, 'openapi');
+ajv.addSchema(auditReference, 'openapi-audit');
 
+const pointerInto = (document: string, ...segments: string[]) => `${document}#/${segments.map((s) => s.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
 const pointer = (...segments: string[]) => `openapi#/${segments.map((s) => s.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
 const validators = new Map<string, ValidateFunction>();
 function validatorFor(ref: string): ValidateFunction {
@@ -99,6 +121,11 @@ export function assertMatchesReference(method: string, actualPath: string, statu
     const error = (body as { error?: { code?: unknown; message?: unknown; errors?: unknown } }).error;
     if (typeof error?.code !== 'number' || typeof error.message !== 'string' || !Array.isArray(error.errors)) throw new Error(`${what}: error envelope needs message, code and errors`);
     return;
+  }
+  const auditTemplate = template ? undefined : findTemplate(lower, pathOnly, auditReference.paths);
+  if (auditTemplate) {
+    if (!auditReference.paths[auditTemplate]![lower]!.responses[String(status)]) throw new Error(`${what}: status ${status} is not documented in the audit reference`);
+    return assertMatchesSchema(pointerInto('openapi-audit', 'paths', auditTemplate, lower, 'responses', String(status), 'content', 'application/json', 'schema'), body, what);
   }
   if (!template) throw new Error(`${what}: the reference OpenAPI document has no such operation`);
   const decided = DECIDED[`${lower} ${template}`];

@@ -23,7 +23,7 @@ export const createAppCommand: CliCommand = {
   usage: `accessctl apps create --account ID --name NAME --kind ${APP_KINDS.join('|')} --redirect-uri URI [--redirect-uri URI ...] [--scopes "s1 s2"] [--json]`,
   options: { account: { type: 'string' }, name: { type: 'string' }, kind: { type: 'string' }, 'redirect-uri': { type: 'string', multiple: true }, scopes: { type: 'string' } },
   async run(database, values, io) {
-    const created = await new AppsService(database.em(), sealersFor(serverSecret(io)).clientSecrets).create({
+    const created = await new AppsService(database.em(), sealersFor(serverSecret(io)).clientSecrets, database.transactions).create({
       accountId: requireOption(values, 'account'),
       name: requireOption(values, 'name'),
       kind: requireOption(values, 'kind'),
@@ -40,7 +40,7 @@ export const listAppsCommand: CliCommand = {
   usage: 'accessctl apps list --account ID [--json]',
   options: { account: { type: 'string' } },
   async run(database, values, io) {
-    const apps = await new AppsService(database.em(), sealersFor(serverSecret(io)).clientSecrets).list(requireOption(values, 'account'));
+    const apps = await new AppsService(database.em(), sealersFor(serverSecret(io)).clientSecrets, database.transactions).list(requireOption(values, 'account'));
     return {
       apps: apps.map((app) => ({ client_id: app.clientId, name: app.name, kind: app.kind, redirect_uris: app.redirectUris, scope: app.scope, created_at: app.createdAt.toISOString() })),
     };
@@ -57,7 +57,7 @@ export const deleteAppCommand: CliCommand = {
   options: { 'client-id': { type: 'string' } },
   async run(database, values, io) {
     const clientId = requireOption(values, 'client-id');
-    const { revokedDelegations } = await new AppsService(database.em(), sealersFor(serverSecret(io)).clientSecrets).delete(clientId);
+    const { revokedDelegations } = await new AppsService(database.em(), sealersFor(serverSecret(io)).clientSecrets, database.transactions).delete(clientId);
     return { client_id: clientId, revoked_delegations: revokedDelegations };
   },
   human: (result) => `App ${String(result.client_id)} deleted; ${String(result.revoked_delegations)} delegation(s) revoked.`,

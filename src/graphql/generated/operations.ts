@@ -36,6 +36,24 @@ export type AccessRevocationReason =
   /** The credential's user was suspended. */
   | 'USER_SUSPENDED';
 
+/** Which records: a window of at most 31 days (default the last 24 hours) and optional filters. */
+export type AuditRecordFilter = {
+  /** e.g. create, update, delete, revoke. */
+  actions: InputMaybe<Array<Scalars['String']['input']>>;
+  /** Needs `actorType`. */
+  actorId: InputMaybe<Scalars['String']['input']>;
+  /** e.g. `user_reference`, `api_key_reference`, `app_reference`. */
+  actorType: InputMaybe<Scalars['String']['input']>;
+  /** Needs `methodType`. */
+  methodTruncatedToken: InputMaybe<Scalars['String']['input']>;
+  /** browser, oauth, api_token, identity_provider or other. */
+  methodType: InputMaybe<Scalars['String']['input']>;
+  /** Plural resource types of the root resource, e.g. `users`. */
+  rootResourceTypes: InputMaybe<Array<Scalars['String']['input']>>;
+  since: InputMaybe<Scalars['DateTime']['input']>;
+  until: InputMaybe<Scalars['DateTime']['input']>;
+};
+
 /** The current password proves it is the user; the new one replaces it. */
 export type ChangeMyPasswordInput = {
   currentPassword: Scalars['String']['input'];
@@ -178,6 +196,30 @@ export type UserRole =
   | 'READ_ONLY_USER'
   | 'RESTRICTED_ACCESS'
   | 'USER';
+
+export type RestAuditReferenceFieldsFragment = { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null };
+
+export type RestAuditRecordFieldsFragment = { id: string, self: string | null, executionTime: string, action: string, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }>, method: { type: string, truncatedToken: string | null, description: string | null }, rootResource: { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }, details: { resource: { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }> | null, removed: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }> | null }> } };
+
+export type ListAuditRecordsQueryVariables = Exact<{
+  filter: InputMaybe<AuditRecordFilter>;
+  first: Scalars['Int']['input'];
+  after: InputMaybe<Scalars['String']['input']>;
+}>;
+
+
+export type ListAuditRecordsQuery = { auditRecords: { nodes: Array<{ id: string, self: string | null, executionTime: string, action: string, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }>, method: { type: string, truncatedToken: string | null, description: string | null }, rootResource: { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }, details: { resource: { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }> | null, removed: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }> | null }> } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+
+export type ListUserAuditRecordsQueryVariables = Exact<{
+  userId: Scalars['ID']['input'];
+  since: InputMaybe<Scalars['DateTime']['input']>;
+  until: InputMaybe<Scalars['DateTime']['input']>;
+  first: Scalars['Int']['input'];
+  after: InputMaybe<Scalars['String']['input']>;
+}>;
+
+
+export type ListUserAuditRecordsQuery = { userAuditRecords: { nodes: Array<{ id: string, self: string | null, executionTime: string, action: string, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }>, method: { type: string, truncatedToken: string | null, description: string | null }, rootResource: { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }, details: { resource: { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }> | null, removed: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }> | null }> } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
 export type RegenerateUserCalendarKeyMutationVariables = Exact<{
   input: RegenerateUserCalendarKeyInput;

@@ -1,0 +1,173 @@
+// `DATABASE_URL=postgres://... npm run bench` runs this after bench/run.ts (see docs/BENCHMARKS.md,
+// "Audit trail"). Two questions: what the audit trail costs a write (the same service with and
+// without its hook, timed one request at a time in alternation), and whether reading the newest
+// page stays flat as the trail grows (AUDIT_BENCH_SIZES records in the account, default
+// 100,000 and 10,000,000). Markdown on stdout.
+import 'reflect-metadata';
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import os from 'node:os';
+import pg from 'pg';
+import { allCommitHooks, allEntities } from '../src/app/features.js';
+import { openDatabase } from '../src/db/database.js';
+import { bootstrapAccount } from '../src/accounts/bootstrap.js';
+
+const serverUrl = process.env.DATABASE_URL;
+if (!serverUrl) {
+  process.stderr.write('Set DATABASE_URL to a PostgreSQL server; the benchmark creates the database <prefix>_audit there.\n');
+  process.exit(2);
+}
+const sizes = (process.env.AUDIT_BENCH_SIZES ?? '100000,10000000').split(',').map(Number).sort((a, b) => a - b);
+const writeIterations = Number(process.env.BENCH_WRITE_ITERATIONS ?? 30);
+const readIterations = Number(process.env.AUDIT_BENCH_READS ?? 200);
+const databasePrefix = process.env.BENCH_DB_PREFIX ?? 'aag_bench';
+const log = (message: string) => process.stderr.write(`[bench audit ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
+const label = (size: number) => (size >= 1_000_000 ? `${size / 1_000_000}M` : size >= 1000 ? `${size / 1000}k` : String(size));
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))]!;
+const fixed = (value: number, digits = 1) => value.toFixed(digits);
+
+interface Server {
+  process: ChildProcess;
+  base: string;
+  stop(): Promise<void>;
+}
+
+async function startServer(databaseUrl: string, env: Record<string, string>): Promise<Server> {
+  const child = fork(here('app-server.js'), [], { env: { ...process.env, NODE_ENV: 'production', ...env, BENCH_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const [{ port }] = (await once(child, 'message')) as [{ port: number }];
+  return {
+    process: child,
+    base: `http://127.0.0.1:${port}`,
+    async stop() {
+      child.send({ kind: 'stop' });
+      await once(child, 'exit');
+    },
+  };
+}
+
+async function timed(server: Server, apiKey: string, method: string, path: string, body?: string): Promise<number> {
+  const started = performance.now();
+  const response = await fetch(`${server.base}${path}`, {
+    method,
+    headers: { Authorization: `Token token=${apiKey}`, 'Content-Type': 'application/json', Accept: 'application/vnd.pagerduty+json;version=2' },
+    body,
+  });
+  const text = await response.text();
+  const elapsed = performance.now() - started;
+  if (response.status >= 300) throw new Error(`${method} ${path} answered ${response.status}: ${text.slice(0, 300)}`);
+  return elapsed;
+}
+
+// A fresh database; an account (its key, 100 users) for the writes and one per size for the reads.
+const name = `${databasePrefix}_audit`;
+const url = new URL(serverUrl);
+url.pathname = `/${name}`;
+const admin = new pg.Client({ connectionString: serverUrl });
+await admin.connect();
+await admin.query(`drop database if exists ${name} with (force)`);
+await admin.query(`create database ${name}`);
+await admin.end();
+const database = await openDatabase({ databaseUrl: url.toString(), dataDir: undefined, entities: allEntities(), commitHooks: allCommitHooks(), poolMax: 2 });
+await database.migrate();
+
+async function benchAccount(index: number): Promise<{ accountId: string; apiKey: string; userIds: string[] }> {
+  const booted = await database.transactions.run(database.em(), (tx) => bootstrapAccount(tx, { accountName: `Audit bench ${index}`, ownerEmail: `owner-${index}@audit-bench.example` }));
+  const prefix = `P${String.fromCharCode(65 + index)}`;
+  await database.em().execute(
+    `insert into users (id, account_id, name, email, time_zone, color, role, created_at, updated_at)
+     select ? || lpad(i::text, 5, '0'), ?, 'Bench User ' || i, 'bench-' || ? || '-' || i || '@audit-bench.example', 'Etc/UTC', 'green', 'user', now(), now()
+       from generate_series(1, 100) as i`,
+    [prefix, booted.account.id, index],
+  );
+  return { accountId: booted.account.id, apiKey: booted.apiKey, userIds: Array.from({ length: 100 }, (_, i) => `${prefix}${String(i + 1).padStart(5, '0')}`) };
+}
+const writer = await benchAccount(0);
+const { apiKey } = writer;
+const bulkIds = writer.userIds;
+
+const output: string[] = [`## Audit trail (${new Date().toISOString()}, ${os.cpus().length} cores, load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')})`, ''];
+
+// Writes: with and without the trail's hook, one request at a time, alternating which goes first.
+const withTrail = await startServer(url.toString(), {});
+const withoutTrail = await startServer(url.toString(), { BENCH_AUDIT_TRAIL: 'off' });
+let iteration = 0;
+const writes = [
+  { name: 'PUT /users (100 elements)', method: 'PUT', path: '/users', body: () => JSON.stringify({ users: bulkIds.map((id) => ({ id, type: 'user', job_title: `Bench ${iteration}` })) }) },
+  { name: 'POST /users', method: 'POST', path: '/users', body: () => JSON.stringify({ user: { type: 'user', name: `Created ${iteration}`, email: `created-${iteration}@audit-bench.example` } }) },
+];
+output.push('| write | p50 with the trail (ms) | p50 without (ms) | ratio | p99 with | p99 without |', '|---|---|---|---|---|---|');
+for (const write of writes) {
+  const times = { with: [] as number[], without: [] as number[] };
+  // Warm-up: prepared documents, pools, JIT.
+  for (let i = 0; i < 5; i++) {
+    for (const server of [withTrail, withoutTrail]) {
+      iteration++;
+      await timed(server, apiKey, write.method, write.path, write.body());
+    }
+  }
+  log(`${write.name}: ${writeIterations} requests each`);
+  for (let i = 0; i < writeIterations; i++) {
+    for (const which of i % 2 === 0 ? (['with', 'without'] as const) : (['without', 'with'] as const)) {
+      iteration++;
+      times[which].push(await timed(which === 'with' ? withTrail : withoutTrail, apiKey, write.method, write.path, write.body()));
+    }
+  }
+  const [p50With, p50Without] = [percentile(times.with, 0.5), percentile(times.without, 0.5)];
+  output.push(`| ${write.name} | ${fixed(p50With)} | ${fixed(p50Without)} | ${fixed(p50With / p50Without, 2)}x | ${fixed(percentile(times.with, 0.99))} | ${fixed(percentile(times.without, 0.99))} |`);
+}
+await withoutTrail.stop();
+
+// Reads: an account per size whose trail holds that many records (synthetic rows spread over the
+// retention year, in position order, ending a minute ago; one user in a thousand concerned by
+// each), with 30 real writes on top; then the newest page of both routes, timed one at a time.
+const readRows: string[] = ['', '| records in the account | GET /audit/records?limit=25 p50 (ms) | GET /users/{id}/audit/records?limit=25 p50 (ms) |', '|---|---|---|'];
+const p50s: Array<[number, number]> = [];
+const plans: string[] = [];
+for (const [index, size] of sizes.entries()) {
+  const reader = await benchAccount(index + 1);
+  const target = reader.userIds[0]!;
+  log(`an account with ${label(size)} records`);
+  for (let done = 0; done < size; done += 1_000_000) {
+    const batch = Math.min(1_000_000, size - done);
+    await database.em().execute(
+      `insert into audit_records (account_id, position, id, execution_time, action, root_resource_type, root_resource_id, actor_type, actor_id, method_type, method_truncated_token, body, previous_hash, hash)
+       select ?, head.position + i, gen_random_uuid(), now() - interval '1 minute' - interval '365 days' * (1 - (? + i)::float8 / ?), 'update', 'user',
+              left(?, 2) || lpad((1 + (i % 1000))::text, 5, '0'), 'api_key_reference', 'PBENCH1', 'api_token', 'ab12',
+              '{"actors": [{"id": "PBENCH1", "type": "api_key_reference"}], "method": {"type": "api_token", "description": "PUT /users", "truncatedToken": "ab12"}, "details": {"fields": [{"name": "job_title", "value": "Seeded", "beforeValue": null}], "resource": {"id": "PB00001", "type": "user_reference"}, "references": []}, "rootResource": {"id": "PB00001", "type": "user_reference"}, "executionContext": {"requestId": null, "remoteAddress": null}}'::jsonb,
+              '', ''
+         from audit_chain_heads head, generate_series(1, ?) as i where head.account_id = ?`,
+      [reader.accountId, done, size, target, batch, reader.accountId],
+    );
+    await database.em().execute('update audit_chain_heads set position = (select max(position) from audit_records where account_id = ?), last_time = now() where account_id = ?', [reader.accountId, reader.accountId]);
+  }
+  await database.em().execute('vacuum analyze audit_records');
+  for (let i = 0; i < 30; i++) await timed(withTrail, reader.apiKey, 'PUT', `/users/${target}`, JSON.stringify({ user: { job_title: `Latest ${i}` } }));
+  const medians = [];
+  for (const path of ['/audit/records?limit=25', `/users/${target}/audit/records?limit=25`]) {
+    for (let i = 0; i < 10; i++) await timed(withTrail, reader.apiKey, 'GET', path);
+    const times: number[] = [];
+    for (let i = 0; i < readIterations; i++) times.push(await timed(withTrail, reader.apiKey, 'GET', path));
+    medians.push(percentile(times, 0.5));
+  }
+  p50s.push([medians[0]!, medians[1]!]);
+  readRows.push(`| ${label(size)} | ${fixed(medians[0]!)} | ${fixed(medians[1]!)} |`);
+  const since = new Date(Date.now() - 86_400_000).toISOString();
+  for (const [what, sql, params] of [
+    ['GET /audit/records', 'select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= now() order by execution_time desc, position desc limit 26', [reader.accountId, since]],
+    ['GET /users/{id}/audit/records', `select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= now() and root_resource_type = 'user' and root_resource_id = ? order by execution_time desc, position desc limit 26`, [reader.accountId, since, target]],
+  ] as const) {
+    const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(`explain (analyze, buffers) ${database.em().getPlatform().formatQuery(sql, [...params])}`);
+    plans.push(`#### ${label(size)} records, ${what}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);
+  }
+}
+if (p50s.length > 1) {
+  const [first, last] = [p50s[0]!, p50s[p50s.length - 1]!];
+  readRows.push(`| ratio ${label(sizes[sizes.length - 1]!)} / ${label(sizes[0]!)} | ${fixed(last[0] / first[0], 2)}x | ${fixed(last[1] / first[1], 2)}x |`);
+}
+await withTrail.stop();
+await database.close();
+output.push(...readRows, '', '### Plans of the two reads (EXPLAIN (ANALYZE, BUFFERS)), at each size', '', ...plans, '');
+process.stdout.write(`${output.join('\n')}\n`);

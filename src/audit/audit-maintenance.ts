@@ -1,0 +1,179 @@
+import type { EntityManager } from '@mikro-orm/sql';
+import { recordChange } from '../db/change-journal.js';
+import type { TransactionRunner } from '../db/transaction.js';
+import { chainHash, holdsOnlyChainedFields } from './audit-chain.js';
+import { lockChainHead } from './audit-trail.hook.js';
+import type { PublicUrls } from '../app/runtime.js';
+import type { AuditRecordBody } from './audit-record.js';
+import { presentAuditRecord } from './audit-record.rest.js';
+import { presentAuditRow } from './audit-records.service.js';
+
+const BATCH = 1_000;
+
+interface StoredRow {
+  account_id: string;
+  position: string | number;
+  id: string;
+  execution_time: Date | string;
+  action: string;
+  root_resource_type: string;
+  root_resource_id: string;
+  actor_type: string | null;
+  actor_id: string | null;
+  method_type: string;
+  method_truncated_token: string | null;
+  body: AuditRecordBody | string;
+  previous_hash: string;
+  hash: string;
+}
+
+const COLUMNS = 'account_id, position, id, execution_time, action, root_resource_type, root_resource_id, actor_type, actor_id, method_type, method_truncated_token, body, previous_hash, hash';
+
+/** The account's records from `afterPosition` on, oldest first, one bounded batch at a time: constant memory whatever the trail's length. */
+async function* walk(em: EntityManager, accountId: string, options: { afterPosition: number; since?: Date; until?: Date }): AsyncGenerator<StoredRow> {
+  let after = options.afterPosition;
+  for (;;) {
+    const window = options.since && options.until ? ' and execution_time >= ? and execution_time <= ?' : '';
+    const rows = await em.execute<StoredRow[]>(
+      `select ${COLUMNS} from audit_records where account_id = ? and position > ?${window} order by position limit ?`,
+      [accountId, after, ...(window ? [options.since, options.until] : []), BATCH],
+    );
+    for (const row of rows) yield row;
+    if (rows.length < BATCH) return;
+    after = Number(rows[rows.length - 1]!.position);
+  }
+}
+
+function bodyOf(row: StoredRow): AuditRecordBody {
+  return typeof row.body === 'string' ? (JSON.parse(row.body) as AuditRecordBody) : row.body;
+}
+
+export type VerifyOutcome =
+  | { ok: true; verified: number }
+  | { ok: false; verified: number; recordId: string | null; position: number; problem: string };
+
+/**
+ * Walks the account's chain from its anchor (the last purged record, else the start) and reports
+ * the first record that was edited (its hash no longer covers it), removed (a gap, or a missing
+ * tail) or inserted out of order (it does not follow the record before it).
+ */
+export async function verifyAuditChain(em: EntityManager, accountId: string): Promise<VerifyOutcome> {
+  const [head] = await em.execute<{ position: string | number; hash: string; anchor_position: string | number; anchor_hash: string }[]>(
+    'select position, hash, anchor_position, anchor_hash from audit_chain_heads where account_id = ?',
+    [accountId],
+  );
+  if (!head) return { ok: true, verified: 0 };
+  let expectedPosition = Number(head.anchor_position) + 1;
+  let previousHash = head.anchor_hash;
+  let verified = 0;
+  for await (const row of walk(em, accountId, { afterPosition: Number(head.anchor_position) })) {
+    const position = Number(row.position);
+    const failure = (problem: string): VerifyOutcome => ({ ok: false, verified, recordId: row.id, position, problem });
+    if (position !== expectedPosition) return failure(`record(s) removed before it: expected position ${expectedPosition}, found ${position}`);
+    if (row.previous_hash !== previousHash) return failure('inserted out of order: it does not follow the record before it');
+    const body = bodyOf(row);
+    const recomputed = chainHash(previousHash, {
+      accountId: row.account_id,
+      position,
+      id: row.id,
+      executionTime: new Date(row.execution_time),
+      action: row.action,
+      rootResourceType: row.root_resource_type,
+      rootResourceId: row.root_resource_id,
+      actorType: row.actor_type,
+      actorId: row.actor_id,
+      methodType: row.method_type,
+      methodTruncatedToken: row.method_truncated_token,
+      body,
+    });
+    if (recomputed !== row.hash || !holdsOnlyChainedFields(body)) return failure('edited: its hash no longer matches its content');
+    previousHash = row.hash;
+    expectedPosition = position + 1;
+    verified += 1;
+  }
+  const headPosition = Number(head.position);
+  if (expectedPosition - 1 !== headPosition || previousHash !== head.hash) {
+    return { ok: false, verified, recordId: null, position: expectedPosition, problem: `the newest record(s) removed: the chain ends at position ${expectedPosition - 1}, its head at ${headPosition}` };
+  }
+  return { ok: true, verified };
+}
+
+/**
+ * Deletes the records older than the retention, oldest first in bounded batches, each batch one
+ * write of its own that moves the chain's anchor and is itself recorded (action `purge`). The
+ * only deletion the table's trigger lets through.
+ */
+export async function purgeAuditRecords(em: EntityManager, transactions: TransactionRunner, options: { retentionDays: number; now?: Date; batch?: number }): Promise<number> {
+  const cutoff = new Date((options.now ?? new Date()).getTime() - options.retentionDays * 86_400_000);
+  const batch = options.batch ?? 10_000;
+  const accounts = await em.execute<{ account_id: string }[]>(
+    // The oldest remaining record of each chain is its first by position (the primary key's first entry).
+    `select h.account_id from audit_chain_heads h
+      where (select r.execution_time from audit_records r where r.account_id = h.account_id order by r.position limit 1) < ?
+      order by h.account_id`,
+    [cutoff],
+  );
+  let purged = 0;
+  for (const { account_id: accountId } of accounts) {
+    for (;;) {
+      const removed = await transactions.run(em, async (tx) => {
+        await lockChainHead(tx, accountId);
+        // Position order is time order in a chain: the expired records are a prefix of it.
+        const [last] = await tx.execute<{ position: string | number; hash: string }[]>(
+          `select position, hash from audit_records where account_id = ? and execution_time < ?
+            and position <= (select min(position) from audit_records where account_id = ?) + ? - 1
+            order by position desc limit 1`,
+          [accountId, cutoff, accountId, batch],
+        );
+        if (!last) return 0;
+        await tx.execute(`set local audit.purging = 'on'`);
+        const [{ count }] = await tx.execute<{ count: string | number }[]>(
+          'with gone as (delete from audit_records where account_id = ? and position <= ? returning 1) select count(*) as count from gone',
+          [accountId, last.position],
+        );
+        await tx.execute(`set local audit.purging = 'off'`);
+        await tx.execute('update audit_chain_heads set anchor_position = ?, anchor_hash = ? where account_id = ?', [last.position, last.hash, accountId]);
+        recordChange(tx, {
+          accountId,
+          action: 'purge',
+          resource: { type: 'audit_record', id: accountId },
+          fields: [
+            { name: 'purged_count', value: String(count) },
+            { name: 'purged_through_position', value: String(last.position) },
+            { name: 'retention_days', value: String(options.retentionDays) },
+          ],
+        });
+        return Number(count);
+      }, 'audit.purge');
+      purged += removed;
+      if (removed === 0) break;
+    }
+  }
+  return purged;
+}
+
+/** A record as a SIEM reads it: the public API's shape, plus its account and its place in the chain. */
+function exportLine(row: StoredRow, urls: PublicUrls): string {
+  return JSON.stringify({
+    ...presentAuditRecord(presentAuditRow(row, urls)),
+    account_id: row.account_id,
+    position: Number(row.position),
+    hash: row.hash,
+    previous_hash: row.previous_hash,
+  });
+}
+
+/** Writes the account's records of the window as NDJSON, oldest first, a batch at a time; waits for the writer to drain. */
+export async function exportAuditRecords(
+  em: EntityManager,
+  accountId: string,
+  options: { since: Date; until: Date; urls: PublicUrls },
+  write: (line: string) => Promise<void>,
+): Promise<number> {
+  let exported = 0;
+  for await (const row of walk(em, accountId, { afterPosition: 0, since: options.since, until: options.until })) {
+    await write(`${exportLine(row, options.urls)}\n`);
+    exported += 1;
+  }
+  return exported;
+}

@@ -1,0 +1,77 @@
+import { Arg, Args, Authorized, Ctx, FieldResolver, ID, Query, Resolver, Root } from 'type-graphql';
+import type { Requirement } from '../auth/auth-checker.js';
+import { InvalidInputError } from '../errors/domain-errors.js';
+import { checkPageArgs } from '../graphql/connection.js';
+import { requirePrincipal, type Context } from '../graphql/context.js';
+import { UserType, type UserSource } from '../users/user.type.js';
+import { AuditPageArgs, AuditRecordFilterInput, UserAuditPageArgs } from './audit-record.inputs.js';
+import { AuditRecordConnection, AuditRecordType } from './audit-record.type.js';
+import { AuditRecordsService, MAX_AUDIT_PAGE_SIZE, type AuditPage, type AuditPageRequest } from './audit-records.service.js';
+
+const AUDIT_CURSOR = 'audit-records';
+
+function auditRecordsService(context: Context): AuditRecordsService {
+  return new AuditRecordsService(context.em, requirePrincipal(context), context.runtime.urls);
+}
+
+/** Newest first, keyset-paged in chain order; a cursor holds the last record's time and position, signed. */
+function pageRequest(args: AuditPageArgs, context: Context): AuditPageRequest {
+  checkPageArgs(args, MAX_AUDIT_PAGE_SIZE);
+  if (!args.after) return { first: args.first };
+  const { p, t } = context.runtime.cursors.decode<{ p?: unknown; t?: unknown }>(AUDIT_CURSOR, args.after, 'cursor');
+  const executionTime = typeof t === 'string' ? new Date(t) : undefined;
+  if (typeof p !== 'number' || !Number.isSafeInteger(p) || p < 1 || !executionTime || Number.isNaN(executionTime.getTime())) {
+    throw new InvalidInputError('cursor is not a valid cursor for this list');
+  }
+  return { first: args.first, after: { executionTime, position: p } };
+}
+
+function connection(page: AuditPage, request: AuditPageRequest, context: Context) {
+  return AuditRecordConnection.from({
+    ...page,
+    hasPreviousPage: request.after !== undefined,
+    cursorOf: (record) => context.runtime.cursors.encode(AUDIT_CURSOR, { p: record.position, t: record.executionTime.toISOString() }),
+    // The records of a window are an unbounded, growing set: no count is offered.
+    countTotal: () => Promise.reject(new InvalidInputError('totalCount is not available for audit records')),
+  });
+}
+
+@Resolver(() => AuditRecordType)
+export class AuditRecordResolver {
+  @Authorized<Requirement>('audit_records.read', 'can_update_user')
+  @Query(() => AuditRecordConnection, {
+    description: 'The account\'s audit records, newest first (default: the last 24 hours). Owners, admins and full-access account keys.',
+  })
+  async auditRecords(
+    @Arg('filter', () => AuditRecordFilterInput, { nullable: true }) filter: AuditRecordFilterInput | null | undefined,
+    @Args(() => AuditPageArgs) args: AuditPageArgs,
+    @Ctx() context: Context,
+  ) {
+    const request = pageRequest(args, context);
+    return connection(await auditRecordsService(context).list(filter ?? {}, request), request, context);
+  }
+}
+
+/** `User.auditRecords`: the users feature's type, extended here. */
+@Resolver(() => UserType)
+export class UserAuditRecordsResolver {
+  @Authorized<Requirement>('audit_records.read')
+  @FieldResolver(() => AuditRecordConnection, {
+    description: 'Records of changes made to this user (not by them), newest first. The user themself or can_update_user.',
+  })
+  async auditRecords(@Root() user: UserSource, @Args(() => UserAuditPageArgs) args: UserAuditPageArgs, @Ctx() context: Context) {
+    const request = pageRequest(args, context);
+    return connection(await auditRecordsService(context).listForUser(user.id, args, request), request, context);
+  }
+}
+
+/** `Query.userAuditRecords` is what `GET /users/{id}/audit/records` executes: a user id that may be unknown (404), not a loaded user. */
+@Resolver()
+export class UserAuditRecordsQueryResolver {
+  @Authorized<Requirement>('audit_records.read')
+  @Query(() => AuditRecordConnection, { description: 'Records of changes made to a user, newest first. The user themself or can_update_user; NOT_FOUND for unknown users.' })
+  async userAuditRecords(@Arg('userId', () => ID) userId: string, @Args(() => UserAuditPageArgs) args: UserAuditPageArgs, @Ctx() context: Context) {
+    const request = pageRequest(args, context);
+    return connection(await auditRecordsService(context).listForUser(userId, args, request), request, context);
+  }
+}

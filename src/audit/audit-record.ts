@@ -1,0 +1,144 @@
+import { randomUUID } from 'node:crypto';
+import type { Change, WriteOrigin } from '../db/change-journal.js';
+
+export const METHOD_TYPES = ['browser', 'oauth', 'api_token', 'identity_provider', 'other'] as const;
+export type MethodType = (typeof METHOD_TYPES)[number];
+
+/** `{id, type: "<type>_reference", summary}` as stored; `self`/`html_url` are added when presented. */
+export interface StoredReference {
+  id: string;
+  type: string;
+  summary?: string | null;
+}
+
+/** What a record says beyond its indexed columns, stored as written (jsonb) and covered by the chain. */
+export interface AuditRecordBody {
+  executionContext: { requestId: string | null; remoteAddress: string | null };
+  actors: StoredReference[];
+  method: { type: MethodType; truncatedToken: string | null; description: string | null };
+  rootResource: StoredReference;
+  details: {
+    resource: StoredReference;
+    fields: Array<{ name: string; value: string | null; beforeValue: string | null }>;
+    references: Array<{ name: string; added: StoredReference[] | null; removed: StoredReference[] | null }>;
+  };
+}
+
+/** The body with its keys in the one order the chain hashes it in (the order `draftRecord` writes). */
+export function orderedBody(body: AuditRecordBody): AuditRecordBody {
+  const ref = (item: StoredReference): StoredReference => (item.summary ? { id: item.id, type: item.type, summary: item.summary } : { id: item.id, type: item.type });
+  return {
+    executionContext: { requestId: body.executionContext.requestId, remoteAddress: body.executionContext.remoteAddress },
+    actors: body.actors.map(ref),
+    method: { type: body.method.type, truncatedToken: body.method.truncatedToken, description: body.method.description },
+    rootResource: ref(body.rootResource),
+    details: {
+      resource: ref(body.details.resource),
+      fields: body.details.fields.map((field) => ({ name: field.name, value: field.value, beforeValue: field.beforeValue })),
+      references: body.details.references.map((group) => ({ name: group.name, added: group.added?.map(ref) ?? null, removed: group.removed?.map(ref) ?? null })),
+    },
+  };
+}
+
+/** One record about to be chained: its columns and body, without its place in the chain. */
+export interface DraftRecord {
+  id: string;
+  accountId: string;
+  action: string;
+  rootResourceType: string;
+  rootResourceId: string;
+  actorType: string | null;
+  actorId: string | null;
+  methodType: MethodType;
+  methodTruncatedToken: string | null;
+  body: AuditRecordBody;
+}
+
+/**
+ * How a write was made, from who made it. The one mapping from credentials to the public API's
+ * method types: a new kind of credential (a provisioning token) is one more case here.
+ */
+export function methodTypeOf(origin: WriteOrigin): MethodType {
+  if (origin.face === 'cli') return 'other';
+  switch (origin.principal?.kind as string | undefined) {
+    case 'user_key':
+    case 'account_key':
+      return 'api_token';
+    case 'oauth':
+    case 'oauth_app':
+      return 'oauth';
+    case 'provisioning_token':
+      return 'identity_provider';
+  }
+  if (origin.face === 'scim') return 'identity_provider';
+  if (origin.face === 'oauth') return 'browser';
+  return 'other';
+}
+
+const reference = (type: string, id: string, summary?: string | null): StoredReference => ({ id, type: `${type}_reference`, ...(summary ? { summary } : {}) });
+
+/** Who acted: the user and the credential they used (a key, an app, a provisioning token). */
+export function actorsOf(origin: WriteOrigin): StoredReference[] {
+  const principal = origin.principal;
+  if (!principal) return origin.actor ? [reference(origin.actor.type, origin.actor.id)] : [];
+  const kind = principal.kind as string;
+  const user = 'userId' in principal && typeof principal.userId === 'string' ? [reference('user', principal.userId)] : [];
+  if (kind === 'user_key' || kind === 'account_key') return [...user, reference('api_key', principal.credentialId)];
+  if (kind === 'oauth') return [...user, reference('oauth_delegation', principal.credentialId)];
+  if (kind === 'oauth_app') return [reference('app', principal.credentialId)];
+  return [...user, reference(kind, principal.credentialId)];
+}
+
+/** A field value as the public API shows it: a string, or null. */
+function shown(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+const TAKES_AWAY = /^(delete|revoke|remove|purge)/;
+
+/**
+ * The record of one change: about the user it concerns (so `GET /users/{id}/audit/records` lists
+ * everything done to that user, their keys, delegations and subscriptions included), else about
+ * the changed resource itself.
+ */
+export function draftRecord(change: Change, origin: WriteOrigin): DraftRecord {
+  const resource = reference(change.resource.type, change.resource.id, change.resource.summary);
+  const root = change.userId && !(change.resource.type === 'user' && change.resource.id === change.userId)
+    ? reference('user', change.userId)
+    : resource;
+  const rootType = change.userId ? 'user' : change.resource.type;
+  const rootId = change.userId ?? change.resource.id;
+  const actors = actorsOf(origin);
+  const methodType = methodTypeOf(origin);
+  // The reference: browser sessions and identity providers carry no token value.
+  const truncatedToken = methodType === 'browser' || methodType === 'identity_provider' ? null : (origin.principal?.credentialTail ?? null);
+  const referenceGroups = new Map<string, StoredReference[]>();
+  for (const item of change.references ?? []) {
+    const name = `${item.type}s`;
+    referenceGroups.set(name, [...(referenceGroups.get(name) ?? []), reference(item.type, item.id)]);
+  }
+  const removing = TAKES_AWAY.test(change.action);
+  return {
+    id: randomUUID(),
+    accountId: change.accountId,
+    action: change.action,
+    rootResourceType: rootType,
+    rootResourceId: rootId,
+    actorType: actors[0]?.type ?? null,
+    actorId: actors[0]?.id ?? null,
+    methodType,
+    methodTruncatedToken: truncatedToken,
+    body: {
+      executionContext: { requestId: origin.requestId ?? null, remoteAddress: origin.remoteAddress ?? null },
+      actors,
+      method: { type: methodType, truncatedToken, description: origin.description ?? null },
+      rootResource: root,
+      details: {
+        resource,
+        fields: (change.fields ?? []).map((field) => ({ name: field.name, value: shown(field.value), beforeValue: shown(field.beforeValue) })),
+        references: [...referenceGroups].map(([name, items]) => ({ name, added: removing ? null : items, removed: removing ? items : null })),
+      },
+    },
+  };
+}

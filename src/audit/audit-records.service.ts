@@ -1,0 +1,182 @@
+import type { EntityManager } from '@mikro-orm/sql';
+import type { PublicUrls } from '../app/runtime.js';
+import { policy } from '../auth/policy.js';
+import type { Principal } from '../auth/principal.js';
+import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
+import { InvalidInputError, MissingArgumentError, NotFoundError } from '../errors/domain-errors.js';
+import type { AuditRecordBody, StoredReference } from './audit-record.js';
+
+export const MAX_AUDIT_PAGE_SIZE = 100;
+export const DEFAULT_AUDIT_WINDOW_MS = 24 * 3_600_000;
+export const MAX_AUDIT_WINDOW_MS = 31 * 24 * 3_600_000;
+
+export interface AuditFilter {
+  since?: Date | null;
+  until?: Date | null;
+  /** Plural resource types, as the public API names them (`users`). */
+  rootResourceTypes?: readonly string[] | null;
+  actorType?: string | null;
+  actorId?: string | null;
+  methodType?: string | null;
+  methodTruncatedToken?: string | null;
+  actions?: readonly string[] | null;
+}
+
+export interface AuditPageRequest {
+  first: number;
+  /** The last record of the previous page: the next page is older. */
+  after?: { executionTime: Date; position: number };
+}
+
+export interface PresentedReference {
+  id: string;
+  type: string;
+  summary: string | null;
+  self: string | null;
+  htmlUrl: string | null;
+}
+
+/** A record as both faces present it. */
+export interface PresentedAuditRecord {
+  id: string;
+  position: number;
+  self: string | null;
+  executionTime: Date;
+  executionContext: AuditRecordBody['executionContext'];
+  actors: PresentedReference[];
+  method: AuditRecordBody['method'];
+  rootResource: PresentedReference;
+  action: string;
+  details: {
+    resource: PresentedReference;
+    fields: AuditRecordBody['details']['fields'];
+    references: Array<{ name: string; added: PresentedReference[] | null; removed: PresentedReference[] | null }>;
+  };
+}
+
+export interface AuditPage {
+  items: PresentedAuditRecord[];
+  hasNextPage: boolean;
+}
+
+export interface AuditRow {
+  id: string;
+  position: string | number;
+  execution_time: Date | string;
+  action: string;
+  body: AuditRecordBody | string;
+}
+
+/** The window a read covers: the last 24 hours unless given, at most 31 days, `since` before `until`. */
+export function auditWindow(filter: Pick<AuditFilter, 'since' | 'until'>, now = new Date()): { since: Date; until: Date } {
+  const until = filter.until ?? (filter.since ? new Date(Math.min(now.getTime(), filter.since.getTime() + MAX_AUDIT_WINDOW_MS)) : now);
+  const since = filter.since ?? new Date(until.getTime() - DEFAULT_AUDIT_WINDOW_MS);
+  if (since.getTime() > until.getTime()) throw new InvalidInputError('since must not be after until');
+  if (until.getTime() - since.getTime() > MAX_AUDIT_WINDOW_MS) throw new InvalidInputError('the window from since to until may not exceed 31 days');
+  return { since, until };
+}
+
+const RESOURCE_TYPE_PATTERN = /^[a-z][a-z_]{0,62}s$/;
+
+/** Audit records of the caller's account, newest first; who may read which is SPEC section 13. */
+export class AuditRecordsService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly principal: Principal,
+    private readonly urls: PublicUrls,
+  ) {}
+
+  /** Every record of the account matching the filter (owners, admins, full-access account keys: declared on the schema). */
+  list(filter: AuditFilter, page: AuditPageRequest): Promise<AuditPage> {
+    if (filter.actorId && !filter.actorType) throw new MissingArgumentError('actor_id must be qualified by actor_type');
+    if (filter.methodTruncatedToken && !filter.methodType) throw new MissingArgumentError('method_truncated_token must be qualified by method_type');
+    const conditions: string[] = [];
+    const params: unknown[] = [];
+    if (filter.rootResourceTypes?.length) {
+      const bad = filter.rootResourceTypes.filter((type) => !RESOURCE_TYPE_PATTERN.test(type));
+      if (bad.length) throw new InvalidInputError('root_resource_types[] takes plural resource type names such as users');
+      conditions.push(`root_resource_type in (${filter.rootResourceTypes.map(() => '?').join(', ')})`);
+      params.push(...filter.rootResourceTypes.map((type) => type.slice(0, -1)));
+    }
+    if (filter.actorType) {
+      // Any of the record's actors: a user acting through a key is found by the user and by the key.
+      conditions.push(`body -> 'actors' @> ?::jsonb`);
+      params.push(JSON.stringify([{ type: filter.actorType, ...(filter.actorId ? { id: filter.actorId } : {}) }]));
+    }
+    if (filter.methodType) {
+      conditions.push('method_type = ?');
+      params.push(filter.methodType);
+    }
+    if (filter.methodTruncatedToken) {
+      conditions.push('method_truncated_token = ?');
+      params.push(filter.methodTruncatedToken);
+    }
+    if (filter.actions?.length) {
+      conditions.push(`action in (${filter.actions.map(() => '?').join(', ')})`);
+      params.push(...filter.actions);
+    }
+    return this.page(auditWindow(filter), page, conditions, params);
+  }
+
+  /** The records of changes made to one user (themself, or can_update_user); a deleted user's stay readable. */
+  async listForUser(userId: string, filter: Pick<AuditFilter, 'since' | 'until'>, page: AuditPageRequest): Promise<AuditPage> {
+    policy.assertSelfOrUserManager(this.principal, userId);
+    const window = auditWindow(filter);
+    const [user] = PUBLIC_ID_PATTERN.test(userId)
+      ? await this.em.execute<{ id: string }[]>('select id from users where id = ? and account_id = ?', [userId, this.principal.accountId])
+      : [];
+    if (!user) throw new NotFoundError('user');
+    return this.page(window, page, ["root_resource_type = 'user'", 'root_resource_id = ?'], [userId]);
+  }
+
+  private async page(window: { since: Date; until: Date }, page: AuditPageRequest, conditions: string[], params: unknown[]): Promise<AuditPage> {
+    const where = ['account_id = ?', 'execution_time >= ?', 'execution_time <= ?', ...conditions];
+    const values: unknown[] = [this.principal.accountId, window.since, window.until, ...params];
+    if (page.after) {
+      where.push('(execution_time, position) < (?, ?)');
+      values.push(page.after.executionTime, page.after.position);
+    }
+    // Chain order is commit order per account (the chain head's lock), and times never go back
+    // along it, so records committed while a client pages are all newer than its cursor: pages
+    // neither repeat nor skip.
+    const rows = await this.em.execute<AuditRow[]>(
+      `select id, position, execution_time, action, body from audit_records where ${where.join(' and ')} order by execution_time desc, position desc limit ?`,
+      [...values, page.first + 1],
+    );
+    return { items: rows.slice(0, page.first).map((row) => presentAuditRow(row, this.urls)), hasNextPage: rows.length > page.first };
+  }
+}
+
+/** A stored record as both faces (and the export) present it. */
+export function presentAuditRow(row: AuditRow, urls: PublicUrls): PresentedAuditRecord {
+  const body = (typeof row.body === 'string' ? JSON.parse(row.body) : row.body) as AuditRecordBody;
+  const ref = (item: StoredReference) => presentReference(item, urls);
+  return {
+    id: row.id,
+    position: Number(row.position),
+    self: null,
+    executionTime: new Date(row.execution_time),
+    executionContext: body.executionContext,
+    actors: body.actors.map(ref),
+    method: body.method,
+    rootResource: ref(body.rootResource),
+    action: row.action,
+    details: {
+      resource: ref(body.details.resource),
+      fields: body.details.fields,
+      references: body.details.references.map((group) => ({ name: group.name, added: group.added?.map(ref) ?? null, removed: group.removed?.map(ref) ?? null })),
+    },
+  };
+}
+
+/** Users have API and web URLs; the other referenced resources have no show route of their own. */
+function presentReference(item: StoredReference, urls: PublicUrls): PresentedReference {
+  const isUser = item.type === 'user_reference';
+  return {
+    id: item.id,
+    type: item.type,
+    summary: item.summary ?? null,
+    self: isUser ? `${urls.api}/users/${item.id}` : null,
+    htmlUrl: isUser ? `${urls.web}/users/${item.id}` : null,
+  };
+}

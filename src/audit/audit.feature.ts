@@ -1,0 +1,14 @@
+import type { Feature } from '../app/feature.js';
+import { AuditRecordResolver, UserAuditRecordsQueryResolver, UserAuditRecordsResolver } from './audit-record.resolver.js';
+import { auditRecordRoutes, auditRecordSchemas } from './audit-record.rest.js';
+import { auditTrailHook } from './audit-trail.hook.js';
+
+export const auditFeature: Feature = {
+  name: 'audit',
+  // Plain SQL (audit_records, audit_chain_heads): records are appended by the write path's hook, never loaded as entities.
+  entities: [],
+  resolvers: [AuditRecordResolver, UserAuditRecordsResolver, UserAuditRecordsQueryResolver],
+  routes: auditRecordRoutes,
+  schemas: auditRecordSchemas,
+  commitHooks: [auditTrailHook],
+};
