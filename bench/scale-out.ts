@@ -57,7 +57,7 @@ async function seed(settings: Settings): Promise<{ apiKey: string; showId: strin
     let [account] = await em.execute<{ id: string }[]>(`select id from accounts where name = 'Bench'`);
     const [{ n: users } = { n: 0 }] = await em.execute<{ n: string | number }[]>('select count(*) as n from users where deleted_at is null');
     if (!account || Number(users) < settings.users) {
-      if (!account) account = (await bootstrapAccount(database.em(), { accountName: 'Bench', ownerEmail: 'owner@bench.example' })).account;
+      if (!account) account = (await database.transactions.run(database.em(), (tx) => bootstrapAccount(tx, { accountName: 'Bench', ownerEmail: 'owner@bench.example' }))).account;
       log(`${DATABASE}: seeding ${settings.users - Number(users)} users`);
       await seedCommand.run(database, { account: account.id, users: String(settings.users - Number(users)), 'shifts-per-user': '0' }, { info: (message) => log(message) });
     }
@@ -65,7 +65,7 @@ async function seed(settings: Settings): Promise<{ apiKey: string; showId: strin
     await em.execute(`create table if not exists bench_write_load (id int primary key, n bigint not null default 0, pad text not null default '')`);
     await em.execute(`insert into bench_write_load (id) select generate_series(1, ${WRITE_LOAD_ROWS}) on conflict do nothing`);
     await em.execute('analyze');
-    const { apiKey } = await new AccountsService(database.em()).createApiKey({ accountId: account.id });
+    const { apiKey } = await database.transactions.run(database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: account!.id }));
     const [sample] = await em.execute<{ id: string }[]>(`select id from users where account_id = ? and role = 'user' order by id limit 1 offset 5`, [account.id]);
     return { apiKey, showId: sample!.id, accountId: account.id };
   } finally {

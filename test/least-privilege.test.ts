@@ -40,11 +40,11 @@ describe('oauthApps', () => {
     const em = fixture.database.em();
     const admin = em.create(User, { account: em.getReference(Account, m.accountId), name: 'Admin', email: `admin-${m.userId}@example.com`, timeZone: 'Etc/UTC', color: 'green', role: 'admin' });
     await em.persist(admin).flush();
-    const usersOnly = await issueDelegation(em, { userId: admin.id, type: 'web', scopes: 'users.read' });
+    const usersOnly = await fixture.database.transactions.run(em, (tx) => issueDelegation(tx, { userId: admin.id, type: 'web', scopes: 'users.read' }));
     const refused = await graphqlCall(fixture.instances[0]!, `Bearer ${usersOnly.accessToken}`, '{ oauthApps { clientId } }');
     expect(refused.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     expect(refused.errors?.[0]?.message).toContain('oauth_delegations.read');
-    const scoped = await issueDelegation(em, { userId: admin.id, type: 'web', scopes: 'oauth_delegations.read' });
+    const scoped = await fixture.database.transactions.run(em, (tx) => issueDelegation(tx, { userId: admin.id, type: 'web', scopes: 'oauth_delegations.read' }));
     expect((await graphqlCall(fixture.instances[0]!, `Bearer ${scoped.accessToken}`, '{ oauthApps { clientId } }')).data).toEqual({ oauthApps: [] });
     expect((await graphqlCall(fixture.instances[0]!, `Token token=${m.ownerKey}`, '{ oauthApps { clientId } }')).data).toEqual({ oauthApps: [] });
   });

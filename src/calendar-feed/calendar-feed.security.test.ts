@@ -176,7 +176,7 @@ describe('read-scoped tokens do not collect calendar URLs (issue 22, finding 4)'
   test('a users.read token: /users/me without the URLs, the GraphQL field FORBIDDEN naming users.write; a users.write token sees them', async () => {
     const account = await h.createAccount();
     const user = await h.createUser(account);
-    const reader = await issueDelegation(h.database.em(), { userId: user.id, type: 'mobile', scopes: 'users.read' });
+    const reader = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: user.id, type: 'mobile', scopes: 'users.read' }));
     const me = await h.rest('get', '/users/me', { key: { bearer: reader.accessToken } });
     expect(me.status).toBe(200);
     expect(me.body.user).not.toHaveProperty('http_cal_url');
@@ -185,7 +185,7 @@ describe('read-scoped tokens do not collect calendar URLs (issue 22, finding 4)'
     expect(field.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     expect(field.errors?.[0]?.message).toContain('users.write');
 
-    const writer = await issueDelegation(h.database.em(), { userId: user.id, type: 'mobile', scopes: 'users.read users.write' });
+    const writer = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: user.id, type: 'mobile', scopes: 'users.read users.write' }));
     expect((await h.rest('get', '/users/me', { key: { bearer: writer.accessToken } })).body.user.http_cal_url).toMatch(/\/private\/[^/]+\/feed$/);
   });
 
@@ -193,7 +193,7 @@ describe('read-scoped tokens do not collect calendar URLs (issue 22, finding 4)'
     const account = await h.createAccount();
     const admin = await h.createUser(account, { role: 'admin' });
     const other = await h.createUser(account);
-    const token = await issueDelegation(h.database.em(), { userId: admin.id, type: 'web', scopes: 'users.read' });
+    const token = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: admin.id, type: 'web', scopes: 'users.read' }));
     const shown = await h.rest('get', `/users/${other.id}?include[]=calendar_urls`, { key: { bearer: token.accessToken } });
     expect(shown.status).toBe(403);
     const field = await h.graphql('query($id: ID!) { user(id: $id) { httpCalUrl } }', { id: other.id }, { bearer: token.accessToken });

@@ -15,9 +15,14 @@ import { decodeLiveChanges, LIVE_CHANNEL, MAX_PAYLOAD_BYTES } from './live-chang
 let h: Harness;
 const heard: string[] = [];
 let stopListening: () => Promise<void>;
+// Real accounts: every commit hook runs, and the audit trail's records belong to an account.
+let A1: string;
+let A2: string;
 
 beforeAll(async () => {
   h = await startHarness();
+  A1 = (await h.createAccount()).id;
+  A2 = (await h.createAccount()).id;
   const listener = await h.database.listen(LIVE_CHANNEL, { notification: (payload) => heard.push(payload), reconnected: () => {} });
   stopListening = () => listener.close();
 });
@@ -37,17 +42,17 @@ describe('announced at commit, through the transaction', () => {
     heard.length = 0;
     await expect(
       h.database.transactions.run(h.database.em(), async (tx) => {
-        recordChange(tx, change('A1', 'PROLLBACK'));
+        recordChange(tx, change(A1, 'PROLLBACK'));
         throw new Error('refused after the change was recorded');
       }),
     ).rejects.toThrow('refused');
     await settle();
     expect(heard).toEqual([]);
 
-    await h.database.transactions.run(h.database.em(), async (tx) => recordChange(tx, change('A1', 'PCOMMIT')));
+    await h.database.transactions.run(h.database.em(), async (tx) => recordChange(tx, change(A1, 'PCOMMIT')));
     await settle();
     expect(heard.flatMap((payload) => decodeLiveChanges(payload).changes)).toEqual([
-      { accountId: 'A1', action: 'update', resourceType: 'user', resourceId: 'PCOMMIT', userId: 'PCOMMIT', fields: ['name'], revokesAccess: false },
+      { accountId: A1, action: 'update', resourceType: 'user', resourceId: 'PCOMMIT', userId: 'PCOMMIT', fields: ['name'], revokesAccess: false },
     ]);
     expect(heard.join('')).not.toContain('secret value');
   });
@@ -55,7 +60,7 @@ describe('announced at commit, through the transaction', () => {
   test('a large transaction is announced in payloads PostgreSQL accepts (below 8000 bytes), none lost', async () => {
     heard.length = 0;
     await h.database.transactions.run(h.database.em(), async (tx) => {
-      for (let index = 0; index < 600; index++) recordChange(tx, change('A2', `PUSER${String(index).padStart(5, '0')}`));
+      for (let index = 0; index < 600; index++) recordChange(tx, change(A2, `PUSER${String(index).padStart(5, '0')}`));
     });
     await settle();
     expect(heard.length).toBeGreaterThan(1);
@@ -79,7 +84,7 @@ postgresOnly('the listening connection lost and back (PostgreSQL)', () => {
     try {
       const account = await h.createAccount();
       const user = await h.createUser(account);
-      const { accessToken } = await issueDelegation(h.database.em(), { userId: user.id, type: 'web', scopes: 'users.read' });
+      const { accessToken } = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: user.id, type: 'web', scopes: 'users.read' }));
       const watcher = await LiveTestClient.connect(app.httpServer, authorizationOf(account.key as { token: string }));
       watcher.subscribe('changes', 'subscription ($id: ID!) { userChanged(id: $id) { kind changedFields } }', { id: user.id });
       const session = await LiveTestClient.connect(app.httpServer, `Bearer ${accessToken}`);

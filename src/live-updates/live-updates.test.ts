@@ -27,7 +27,7 @@ async function listen(server: import('node:http').Server): Promise<void> {
 }
 
 async function bearer(userId: string, type: 'web' | 'mobile', scopes = 'users.read', expiresInSeconds?: number): Promise<string> {
-  const { accessToken } = await issueDelegation(a.database.em(), { userId, type, scopes, expiresInSeconds });
+  const { accessToken } = await a.database.transactions.run(a.database.em(), (tx) => issueDelegation(tx, { userId, type, scopes, expiresInSeconds }));
   return `Bearer ${accessToken}`;
 }
 

@@ -13,14 +13,14 @@ afterAll(async () => {
 });
 
 /** A third-party app's grant is recorded as an `integration` delegation acting as the user. */
-const thirdPartyGrant = (userId: string) => issueDelegation(h.database.em(), { userId, type: 'integration', scopes: 'users.read', clientId: 'partner-app' });
+const thirdPartyGrant = (userId: string) => h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId, type: 'integration', scopes: 'users.read', clientId: 'partner-app' }));
 
 describe('DELETE /users/{id}/oauth_delegations/{delegation_id}', () => {
   test('the user themself revokes a third-party grant: 204, its token is refused at once, the listing shows it revoked', async () => {
     const account = await h.createAccount();
     const user = await h.createUser(account, { role: 'read_only_user' });
     const grant = await thirdPartyGrant(user.id);
-    const own = await issueDelegation(h.database.em(), { userId: user.id, type: 'web', scopes: 'oauth_delegations.read oauth_delegations.write' });
+    const own = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: user.id, type: 'web', scopes: 'oauth_delegations.read oauth_delegations.write' }));
     expect((await h.rest('get', '/users/me', { key: { bearer: grant.accessToken } })).status).toBe(200);
 
     const listed = await h.rest('get', `/users/${user.id}/oauth_delegations?delegation_type=integration`, { key: { bearer: own.accessToken } });
@@ -46,7 +46,7 @@ describe('DELETE /users/{id}/oauth_delegations/{delegation_id}', () => {
 
     expect((await h.rest('delete', path, { key: other.key })).status).toBe(403);
     expect((await h.rest('delete', path, { key: await h.accountKey(account, { readOnly: true }) })).status).toBe(403);
-    const readScoped = await issueDelegation(h.database.em(), { userId: user.id, type: 'mobile', scopes: 'oauth_delegations.read' });
+    const readScoped = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: user.id, type: 'mobile', scopes: 'oauth_delegations.read' }));
     const withoutScope = await h.rest('delete', path, { key: { bearer: readScoped.accessToken } });
     expect(withoutScope.status).toBe(403);
     expect(JSON.stringify(withoutScope.body)).toContain('oauth_delegations.write');

@@ -39,7 +39,7 @@ describe('who may call changeMyPassword', () => {
     expect(withoutScope.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     expect(withoutScope.errors?.[0]?.message).toContain('users.write');
 
-    const operatorIssuedIntegration = await issueDelegation(fixture.database.em(), { userId: m.userId, type: 'integration', scopes: 'users.write' });
+    const operatorIssuedIntegration = await fixture.database.transactions.run(fixture.database.em(), (tx) => issueDelegation(tx, { userId: m.userId, type: 'integration', scopes: 'users.write' }));
     expect((await change(`Bearer ${operatorIssuedIntegration.accessToken}`, PASSWORD)).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
 
     const integration = await app(m.accountId, 'integration', 'users.read users.write');
@@ -48,7 +48,7 @@ describe('who may call changeMyPassword', () => {
 
     const em = fixture.database.em();
     await em.execute("update users set role = 'read_only_user' where id = ?", [m.userId]);
-    const readOnlyKey = await new AccountsService(em).createApiKey({ accountId: m.accountId, userId: m.userId });
+    const readOnlyKey = await fixture.database.transactions.run(em, (tx) => new AccountsService(tx).createApiKey({ accountId: m.accountId, userId: m.userId }));
     expect((await change(`Token token=${readOnlyKey.apiKey}`, PASSWORD)).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
 
     expect(await checkSignIn(em, m.accountId, m.email, PASSWORD)).toBe(m.userId);
@@ -58,7 +58,7 @@ describe('who may call changeMyPassword', () => {
 describe('wrong current passwords', () => {
   test('count against the sign-in limits of the email: past them the mutation is RATE_LIMITED and the sign-in form answers 429', async () => {
     const m = await newMember(fixture.database);
-    const key = (await new AccountsService(fixture.database.em()).createApiKey({ accountId: m.accountId, userId: m.userId })).apiKey;
+    const key = (await fixture.database.transactions.run(fixture.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: m.accountId, userId: m.userId }))).apiKey;
     for (let attempt = 1; attempt <= 5; attempt += 1) {
       expect((await change(`Token token=${key}`, `wrong guess number ${attempt}`)).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     }
@@ -88,8 +88,8 @@ describe('a successful change', () => {
     const webToken = (await signIn({ config: web.config, baseUrl: fixture.instances[0]!.url, redirectUri: WEB_REDIRECT, scope: 'users.read users.write', email: m.email, password: PASSWORD })).tokens.access_token;
     const partner = await app(m.accountId, 'third_party', 'users.read');
     const partnerToken = (await signIn({ config: partner.config, baseUrl: fixture.instances[0]!.url, redirectUri: PARTNER_REDIRECT, scope: 'users.read', email: m.email, password: PASSWORD, approve: true })).tokens.access_token;
-    const operatorIssued = await issueDelegation(fixture.database.em(), { userId: m.userId, type: 'mobile', scopes: 'users.read' });
-    const userKey = (await new AccountsService(fixture.database.em()).createApiKey({ accountId: m.accountId, userId: m.userId })).apiKey;
+    const operatorIssued = await fixture.database.transactions.run(fixture.database.em(), (tx) => issueDelegation(tx, { userId: m.userId, type: 'mobile', scopes: 'users.read' }));
+    const userKey = (await fixture.database.transactions.run(fixture.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: m.accountId, userId: m.userId }))).apiKey;
 
     const changed = await change(`Bearer ${webToken}`, PASSWORD, 1);
     expect(changed.data).toEqual({ changeMyPassword: { changed: true } });

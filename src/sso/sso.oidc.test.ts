@@ -184,7 +184,7 @@ describe('OIDC sign-in through the company identity provider', () => {
       const em = fixture.database.em();
       const person = em.create(User, { account: em.getReference(Account, member.accountId), name: role, email: `${role}-${member.email}`, timeZone: 'Etc/UTC', color: 'green', role });
       await em.persist(person).flush();
-      const { apiKey } = await new AccountsService(fixture.database.em()).createApiKey({ accountId: member.accountId, userId: person.id });
+      const { apiKey } = await fixture.database.transactions.run(fixture.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: member.accountId, userId: person.id }));
       const answer = await (await fetch(`${base()}/graphql`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Token token=${apiKey}` }, body: query })).json() as { data?: { singleSignOn: unknown }; errors?: Array<{ extensions: { code: string } }> };
       if (allowed) expect(answer.data?.singleSignOn).toEqual({ identityProvider: { protocol: 'oidc' } });
       else expect(answer.errors?.[0]?.extensions.code).toBe('FORBIDDEN');

@@ -6,7 +6,7 @@ import { freshEventScope, requireLiveSession, type LiveMessage } from '../graphq
 import { readPath } from '../db/read-path.js';
 import { selectedFieldNames } from '../graphql/selection.js';
 import { NotFoundError } from '../errors/domain-errors.js';
-import { UserReads, type UserRow } from './user.reads.js';
+import { USER_FIELD_COLUMNS, UserReads, type UserRow } from './user.reads.js';
 import { UserType } from './user.type.js';
 
 export const UserChangeKindEnum = { UPDATED: 'updated', DELETED: 'deleted', SUSPENDED: 'suspended', CHANGED: 'changed', RESYNC: 'resync' } as const;
@@ -44,6 +44,9 @@ function kindOf(message: LiveMessage): UserChangeKind {
   return 'changed';
 }
 
+/** Changes name fields as the public API does (`job_title`); subscribers read GraphQL's names (`jobTitle`). */
+const GRAPHQL_FIELD_NAMES = new Map<string, string>(Object.entries(USER_FIELD_COLUMNS).map(([field, column]) => [column, field]));
+
 @Resolver(() => UserChangedEvent)
 export class UserChangedResolver {
   @Authorized<Requirement>('users.read')
@@ -59,7 +62,7 @@ export class UserChangedResolver {
   userChanged(@Arg('id', () => ID) id: string, @Root() message: LiveMessage, @Ctx() context: Context): UserChangedEvent {
     freshEventScope(context);
     const fields = message.kind === 'change' ? (message.change.fields ?? []) : [];
-    return { kind: kindOf(message), userId: id, changedFields: fields };
+    return { kind: kindOf(message), userId: id, changedFields: fields.map((name) => GRAPHQL_FIELD_NAMES.get(name) ?? name) };
   }
 
   @FieldResolver(() => UserType, { nullable: true, description: 'The user as it is now (read when the event is sent), with the subscriber\'s rights; null once deleted.' })
