@@ -13,6 +13,7 @@ import { createApolloServer } from '../graphql/apollo.js';
 import { createContext, type Context } from '../graphql/context.js';
 import { classifyError, graphqlErrorBody } from '../graphql/errors.js';
 import { ERROR_TABLE } from '../errors/error-table.js';
+import { RateLimitedError } from '../errors/domain-errors.js';
 import { answerRefusedRequestsWithEnvelope, screenGraphQLRequest, requestRejection } from './hostile-requests.js';
 import { CursorCodec } from '../graphql/cursor.js';
 import { buildAppSchema } from '../graphql/schema.js';
@@ -31,6 +32,7 @@ import { createManagedHttpServer, type HttpServerLimits, type StopOutcome } from
 import { idempotentWrites } from './idempotency.js';
 import { IdempotencyStore } from './idempotency-store.js';
 import { features } from './features.js';
+import { isScimPath, scimFaceRoutes, scimOpenApiRoute } from '../scim/scim.face.js';
 import type { Runtime } from './runtime.js';
 
 export type AppSettings = Pick<
@@ -79,6 +81,7 @@ export function buildRuntime(settings: AppSettings, serverSecret: Buffer): Runti
     cursors: new CursorCodec(deriveKey(serverSecret, 'pagination-cursor')),
     credentialResolvers: features.flatMap((feature) => feature.credentialResolvers ?? []),
     userDeletedHooks: features.flatMap((feature) => (feature.onUserDeleted ? [feature.onUserDeleted] : [])),
+    userSuspendedHooks: features.flatMap((feature) => (feature.onUserSuspended ? [feature.onUserSuspended] : [])),
   };
 }
 
@@ -182,12 +185,13 @@ export async function createApp(options: AppOptions): Promise<App> {
   // The REST face's self-description: public, before credentials and rate limits.
   if (settings.openapiDocument ?? true) app.use(openApiDocumentRoutes(openApiDocument));
   if (settings.apiDocsPage ?? false) app.use(apiDocsPageRoutes(settings.publicApiUrl));
+  if (settings.openapiDocument ?? true) app.use(scimOpenApiRoute(settings));
 
   // One context per request, shared by GraphQL and the REST facade.
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     try {
       const em = database.em();
-      const authentication = await authenticate(em, req.get('authorization'), runtime.credentialResolvers);
+      const authentication = scimFaceRoutes.screen(req.path, await authenticate(em, req.get('authorization'), runtime.credentialResolvers));
       const requestId = res.locals.requestId as string;
       const transactions = database.transactions.observedBy(transactionLog(logger, requestId));
       res.locals.context = createContext({ em, authentication, requestId, runtime, transactions });
@@ -212,11 +216,14 @@ export async function createApp(options: AppOptions): Promise<App> {
       if (req.path === '/graphql') {
         return sendJson(res, 429, graphqlErrorBody('rate_limited', detail));
       }
+      if (isScimPath(req.path)) return scimFaceRoutes.fail(res, new RateLimitedError(decision.resetSeconds));
       sendError(res, 'rate_limited', 'Rate Limit Exceeded', [detail]);
     } catch (error) {
       next(error);
     }
   });
+
+  app.use(scimFaceRoutes.path, scimFaceRoutes.router(schema, logger, outages));
 
   app.use(
     '/graphql',
@@ -236,6 +243,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   // in the shape of the face the request was for.
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const graphql = req.path === '/graphql';
+    if (isScimPath(req.path)) return scimFaceRoutes.fail(res, error, logger);
     const rejection = requestRejection(error);
     if (rejection) {
       const { kind, detail } = rejection;

@@ -5,7 +5,7 @@ import type { Logger } from '../logging/logger.js';
 import type { oas31 } from 'openapi3-ts';
 import type { PlainOperationDescription } from '../rest/description.js';
 import type { RestRoute } from '../rest/route.js';
-import type { UserDeletedHook } from '../users/user-lifecycle.js';
+import type { UserDeletedHook, UserSuspendedHook } from '../users/user-lifecycle.js';
 import type { Runtime } from './runtime.js';
 
 /** What a plain HTTP route (outside GraphQL and the v2 REST facade) may use. */
@@ -23,6 +23,8 @@ export interface Feature {
   routes: RestRoute[];
   credentialResolvers?: CredentialResolver[];
   onUserDeleted?: UserDeletedHook;
+  /** Revokes what the feature issued to a user who is being suspended, in the suspending transaction. */
+  onUserSuspended?: UserSuspendedHook;
   /**
    * Plain Express routes that are not part of the API (no credentials, no v2 `Accept`
    * versioning, not JSON), e.g. the iCal feed. Mounted before authentication and REST negotiation.

@@ -4,9 +4,10 @@ import { usersFeature } from '../users/users.feature.js';
 import { notificationSubscriptionsFeature } from '../notification-subscriptions/notification-subscriptions.feature.js';
 import { oauthDelegationsFeature } from '../oauth-delegations/oauth-delegations.feature.js';
 import { oauthServerFeature } from '../oauth-server/oauth-server.feature.js';
+import { scimFeature } from '../scim/scim.feature.js';
 import type { Feature } from './feature.js';
 
 /** Every feature of the product, in one place: entities, schema, REST rows, credentials, deletion hooks. */
-export const features: readonly Feature[] = [accountsFeature, usersFeature, oauthDelegationsFeature, calendarFeedFeature, notificationSubscriptionsFeature, oauthServerFeature];
+export const features: readonly Feature[] = [accountsFeature, usersFeature, oauthDelegationsFeature, calendarFeedFeature, notificationSubscriptionsFeature, oauthServerFeature, scimFeature];
 
 export const allEntities = () => features.flatMap((feature) => feature.entities);

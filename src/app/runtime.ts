@@ -1,6 +1,6 @@
 import type { CredentialResolver } from '../auth/authenticate.js';
 import type { CursorCodec } from '../graphql/cursor.js';
-import type { UserDeletedHook } from '../users/user-lifecycle.js';
+import type { UserDeletedHook, UserSuspendedHook } from '../users/user-lifecycle.js';
 
 export interface PublicUrls {
   api: string;
@@ -15,4 +15,5 @@ export interface Runtime {
   cursors: CursorCodec;
   credentialResolvers: readonly CredentialResolver[];
   userDeletedHooks: readonly UserDeletedHook[];
+  userSuspendedHooks: readonly UserSuspendedHook[];
 }

@@ -33,8 +33,17 @@ export interface OAuthAppPrincipal extends PrincipalBase {
   scopes: ReadonlySet<Scope | string>;
 }
 
-/** Who is calling, resolved once per request and shared by both faces. */
-export type Principal = AccountKeyPrincipal | UserKeyPrincipal | OAuthPrincipal | OAuthAppPrincipal;
+/**
+ * An identity provider provisioning the account's users (SPEC section 12): valid only on the SCIM
+ * face (`/scim/v2`), where it acts for the account with `users.read users.write`.
+ */
+export interface ProvisioningTokenPrincipal extends PrincipalBase {
+  kind: 'provisioning_token';
+  scopes: ReadonlySet<Scope | string>;
+}
+
+/** Who is calling, resolved once per request and shared by every face. */
+export type Principal = AccountKeyPrincipal | UserKeyPrincipal | OAuthPrincipal | OAuthAppPrincipal | ProvisioningTokenPrincipal;
 export type UserPrincipal = UserKeyPrincipal | OAuthPrincipal;
 
 export function isUserPrincipal(principal: Principal): principal is UserPrincipal {
@@ -43,7 +52,7 @@ export function isUserPrincipal(principal: Principal): principal is UserPrincipa
 
 /** Tokens are limited to their scopes; API keys are not. */
 export function scopesOf(principal: Principal): ReadonlySet<string> | undefined {
-  return principal.kind === 'oauth' || principal.kind === 'oauth_app' ? principal.scopes : undefined;
+  return principal.kind === 'oauth' || principal.kind === 'oauth_app' || principal.kind === 'provisioning_token' ? principal.scopes : undefined;
 }
 
 export function actingUserId(principal: Principal): string | undefined {
@@ -54,12 +63,12 @@ export function actingUserId(principal: Principal): string | undefined {
 export function canUpdateUser(principal: Principal): boolean {
   if (principal.kind === 'account_key') return !principal.readOnly;
   // An account-level app holds the account's rights; its scopes are what limit it.
-  if (principal.kind === 'oauth_app') return true;
+  if (principal.kind === 'oauth_app' || principal.kind === 'provisioning_token') return true;
   return USER_MANAGER_ROLES.has(principal.role);
 }
 
 export function isReadOnly(principal: Principal): boolean {
   if (principal.kind === 'account_key') return principal.readOnly;
-  if (principal.kind === 'oauth_app') return false;
+  if (principal.kind === 'oauth_app' || principal.kind === 'provisioning_token') return false;
   return READ_ONLY_ROLES.has(principal.role);
 }

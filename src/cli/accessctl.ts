@@ -13,9 +13,10 @@ import { addShiftCommand } from './commands/calendar-feed.commands.js';
 import { addSubscribableCommand } from './commands/notification-subscriptions.commands.js';
 import { createDelegationCommand } from './commands/oauth-delegations.commands.js';
 import { oauthServerCommands } from './commands/oauth-server.commands.js';
+import { provisioningTokenCommands } from './commands/provisioning-tokens.commands.js';
 import { resolveServerSecret } from '../auth/server-secret.js';
 
-const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands];
+const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands, ...provisioningTokenCommands];
 
 function usage(): string {
   return `Usage:\n${commands.map((command) => `  ${command.usage}`).join('\n')}\n\nReads DATABASE_URL and DATA_DIR like the server. With --json, stdout holds exactly one JSON object.`;

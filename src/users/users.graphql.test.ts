@@ -106,7 +106,7 @@ test('a deleted user\'s id is never issued again: a collision with the tombstone
   await h.rest('delete', `/users/${deleted.id}`, { key: account.key });
   const ids = [deleted.id, 'PFRESH1'];
   const principal = { kind: 'account_key' as const, accountId: account.id, credentialId: 'test', readOnly: false, rateLimitKey: 'test' };
-  const service = new UsersService(h.database.em(), principal, h.database.transactions, [], () => ids.shift()!);
+  const service = new UsersService(h.database.em(), principal, h.database.transactions, {}, () => ids.shift()!);
   const created = await service.create({ name: 'Newcomer', email: 'newcomer@example.com' });
   expect(created.id).toBe('PFRESH1');
   const tombstone = await h.database.em().findOne(User, { id: deleted.id });

@@ -7,6 +7,7 @@ import { Migration20261122001000_search_strategies } from './Migration2026112200
 import { Migration20261122001200_oauth_server } from './Migration20261122001200_oauth_server.js';
 import { Migration20261122001300_idempotency_keys } from './Migration20261122001300_idempotency_keys.js';
 import { Migration20261122001400_search_walk } from './Migration20261122001400_search_walk.js';
+import { Migration20261123000300_scim_provisioning } from './Migration20261123000300_scim_provisioning.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
 export const migrationsList: MigrationObject[] = [
@@ -18,4 +19,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122001200_oauth_server', class: Migration20261122001200_oauth_server },
   { name: 'Migration20261122001300_idempotency_keys', class: Migration20261122001300_idempotency_keys },
   { name: 'Migration20261122001400_search_walk', class: Migration20261122001400_search_walk },
+  { name: 'Migration20261123000300_scim_provisioning', class: Migration20261123000300_scim_provisioning },
 ];

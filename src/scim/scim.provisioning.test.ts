@@ -1,0 +1,184 @@
+import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
+import { scim } from '../../test/support/scim.js';
+import { ProvisioningTokensService } from './provisioning-tokens.service.js';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+async function provisioningToken(account: TestAccount): Promise<string> {
+  return (await new ProvisioningTokensService(h.database.em()).create(account.id)).token;
+}
+
+const CORE = 'urn:ietf:params:scim:schemas:core:2.0:User';
+const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
+const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
+
+describe('Okta: the request sequence of its SCIM 2.0 provisioning', () => {
+  test('look-up by userName, create, read, PUT, deactivate by PATCH, read back, reactivate', async () => {
+    const account = await h.createAccount();
+    const token = await provisioningToken(account);
+    const email = `okta.user-${account.id}@example.com`;
+
+    // Okta first checks whether the user exists.
+    const lookup = await scim(h.app, 'get', `/Users?filter=${encodeURIComponent(`userName eq "${email}"`)}&startIndex=1&count=100`, { token });
+    expect(lookup.status).toBe(200);
+    expect(lookup.body).toMatchObject({ totalResults: 0, startIndex: 1, itemsPerPage: 0, Resources: [] });
+
+    const created = await scim(h.app, 'post', '/Users', {
+      token,
+      body: {
+        schemas: [CORE],
+        userName: email,
+        name: { givenName: 'Okta', familyName: 'User' },
+        emails: [{ primary: true, value: email, type: 'work' }],
+        displayName: 'Okta User',
+        locale: 'en-US',
+        externalId: '00ujl29u0le5T6Aj10h7',
+        groups: [],
+        password: 'ignored-Secret-1',
+        active: true,
+      },
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    expect(id).toMatch(/^P[A-Z0-9]{6}$/);
+    expect(created.body).toMatchObject({ userName: email, displayName: 'Okta User', externalId: '00ujl29u0le5T6Aj10h7', active: true, roles: [{ type: 'base', value: 'user', primary: true }] });
+    expect(created.headers.etag).toBe(created.body.meta.version);
+    expect(created.body.meta).toMatchObject({ resourceType: 'User', location: `https://api.test.example/scim/v2/Users/${id}` });
+
+    // The same user on the REST face, with the same id and no `active` field.
+    const rest = await h.rest('get', `/users/${id}`, { key: account.key });
+    expect(rest.body.user).toMatchObject({ id, email, name: 'Okta User' });
+    expect(rest.body.user).not.toHaveProperty('active');
+
+    const found = await scim(h.app, 'get', `/Users?filter=${encodeURIComponent(`userName eq "${email.toUpperCase()}"`)}`, { token });
+    expect(found.body.totalResults).toBe(1);
+    expect(found.body.Resources[0].id).toBe(id);
+
+    const read = await scim(h.app, 'get', `/Users/${id}`, { token });
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual(created.body);
+
+    const replaced = await scim(h.app, 'put', `/Users/${id}`, {
+      token,
+      body: { schemas: [CORE], id, userName: email, name: { givenName: 'Okta', familyName: 'Renamed' }, emails: [{ primary: true, value: email, type: 'work' }], title: 'Engineer', active: true },
+    });
+    expect(replaced.status).toBe(200);
+    // displayName absent: the name parts make the name; externalId absent from a PUT is cleared.
+    expect(replaced.body).toMatchObject({ displayName: 'Okta Renamed', title: 'Engineer', active: true });
+    expect(replaced.body).not.toHaveProperty('externalId');
+
+    const deactivated = await scim(h.app, 'patch', `/Users/${id}`, { token, body: { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: false } }] } });
+    expect(deactivated.status).toBe(200);
+    expect(deactivated.body.active).toBe(false);
+    expect((await scim(h.app, 'get', `/Users/${id}`, { token })).body.active).toBe(false);
+    const graphql = await h.graphql<{ user: { active: boolean } }>('query($id: ID!) { user(id: $id) { active } }', { id }, account.key);
+    expect(graphql.data?.user.active).toBe(false);
+    // Still listed on REST.
+    const listed = await h.rest('get', `/users?query=${encodeURIComponent(email)}`, { key: account.key });
+    expect(listed.body.users.map((user: { id: string }) => user.id)).toEqual([id]);
+
+    const reactivated = await scim(h.app, 'patch', `/Users/${id}`, { token, body: { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: true } }] } });
+    expect(reactivated.status).toBe(200);
+    expect(reactivated.body.active).toBe(true);
+  });
+});
+
+describe('Entra ID: the request shapes of its provisioning service', () => {
+  test('externalId look-up, create with the enterprise extension, "Replace" with string booleans and filtered email paths, soft delete, DELETE', async () => {
+    const account = await h.createAccount();
+    const token = await provisioningToken(account);
+    const externalId = `entra-${account.id}`;
+    const email = `entra.user-${account.id}@example.com`;
+
+    const none = await scim(h.app, 'get', `/Users?filter=${encodeURIComponent(`externalId eq "${externalId}"`)}`, { token });
+    expect(none.body).toMatchObject({ totalResults: 0, Resources: [] });
+
+    const created = await scim(h.app, 'post', '/Users', {
+      token,
+      contentType: 'application/json',
+      body: {
+        schemas: [CORE, ENTERPRISE],
+        externalId,
+        userName: email,
+        active: 'True',
+        displayName: 'Entra User',
+        emails: [{ primary: true, type: 'work', value: email }],
+        meta: { resourceType: 'User' },
+        name: { formatted: 'Entra User', familyName: 'User', givenName: 'Entra' },
+        roles: [],
+        [ENTERPRISE]: { department: 'Engineering', manager: { value: 'someone' } },
+      },
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    expect(created.body).toMatchObject({ externalId, userName: email, displayName: 'Entra User', active: true });
+    expect(created.body).not.toHaveProperty(ENTERPRISE);
+
+    const byExternalId = await scim(h.app, 'get', `/Users?filter=${encodeURIComponent(`externalId eq "${externalId}"`)}`, { token });
+    expect(byExternalId.body.Resources.map((user: { id: string }) => user.id)).toEqual([id]);
+    const byWorkEmail = await scim(h.app, 'get', `/Users?filter=${encodeURIComponent(`emails[type eq "work"].value eq "${email}"`)}`, { token });
+    expect(byWorkEmail.body.Resources.map((user: { id: string }) => user.id)).toEqual([id]);
+    const both = await scim(h.app, 'get', `/Users?filter=${encodeURIComponent(`externalId eq "${externalId}" and userName eq "${email}"`)}`, { token });
+    expect(both.body.totalResults).toBe(1);
+
+    const newEmail = `renamed-${account.id}@example.com`;
+    const patched = await scim(h.app, 'patch', `/Users/${id}`, {
+      token,
+      body: {
+        schemas: [PATCH_OP],
+        Operations: [
+          { op: 'Replace', path: 'emails[type eq "work"].value', value: newEmail },
+          { op: 'Replace', path: 'title', value: 'Staff Engineer' },
+          { op: 'Add', path: `${ENTERPRISE}:department`, value: 'Research' },
+          { op: 'Replace', path: 'name.givenName', value: 'Entra' },
+        ],
+      },
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ userName: newEmail, emails: [{ value: newEmail, type: 'work', primary: true }], title: 'Staff Engineer', displayName: 'Entra User' });
+
+    // Entra's soft delete: active as the string "False".
+    const softDeleted = await scim(h.app, 'patch', `/Users/${id}`, { token, body: { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] } });
+    expect(softDeleted.status).toBe(200);
+    expect(softDeleted.body.active).toBe(false);
+    const stillListed = await scim(h.app, 'get', `/Users?filter=${encodeURIComponent(`externalId eq "${externalId}"`)}`, { token });
+    expect(stillListed.body.Resources[0]).toMatchObject({ id, active: false });
+
+    const deleted = await scim(h.app, 'delete', `/Users/${id}`, { token });
+    expect(deleted.status).toBe(204);
+    expect((await scim(h.app, 'get', `/Users/${id}`, { token })).status).toBe(404);
+    expect((await h.rest('get', `/users/${id}`, { key: account.key })).status).toBe(404);
+  });
+});
+
+describe('discovery', () => {
+  test('ServiceProviderConfig, Schemas and ResourceTypes follow the reference', async () => {
+    const account = await h.createAccount();
+    const token = await provisioningToken(account);
+    const config = await scim(h.app, 'get', '/ServiceProviderConfig', { token });
+    expect(config.body).toMatchObject({ patch: { supported: true }, filter: { supported: true, maxResults: 100 }, etag: { supported: true }, bulk: { supported: false } });
+    const schemas = await scim(h.app, 'get', '/Schemas', { token });
+    expect(schemas.body.Resources.map((schema: { id: string }) => schema.id)).toEqual([CORE]);
+    expect((await scim(h.app, 'get', `/Schemas/${encodeURIComponent(CORE)}`, { token })).body.id).toBe(CORE);
+    expect((await scim(h.app, 'get', '/Schemas/urn:nothing', { token })).status).toBe(404);
+    expect((await scim(h.app, 'get', '/ResourceTypes', { token })).body.Resources[0]).toMatchObject({ name: 'User', endpoint: '/Users' });
+  });
+
+  test('the SCIM face\'s OpenAPI document is served without credentials', async () => {
+    const response = await supertestGet('/scim/v2/openapi.json');
+    expect(response.status).toBe(200);
+    expect(Object.keys(response.body.paths)).toEqual(expect.arrayContaining(['/scim/v2/Users', '/scim/v2/Users/{id}', '/scim/v2/ServiceProviderConfig']));
+    expect(response.body.paths['/scim/v2/Users/{id}'].patch.operationId).toBe('patchScimUser');
+  });
+});
+
+async function supertestGet(path: string) {
+  const { default: supertest } = await import('supertest');
+  return supertest(h.app).get(path);
+}
