@@ -182,3 +182,96 @@ async function supertestGet(path: string) {
   const { default: supertest } = await import('supertest');
   return supertest(h.app).get(path);
 }
+
+describe('bad input on the SCIM face: the SCIM error shape, the right status and scimType, nothing changed', () => {
+  let account: TestAccount;
+  let token: string;
+  let id: string;
+  let version: string;
+  const email = () => `bad-input-${account.id}@example.com`;
+
+  beforeAll(async () => {
+    account = await h.createAccount();
+    token = await provisioningToken(account);
+    const created = await scim(h.app, 'post', '/Users', { token, body: { schemas: [CORE], userName: email(), displayName: 'Bad Input', externalId: 'ext-bad-input' } });
+    id = created.body.id;
+    version = created.body.meta.version;
+  });
+
+  async function unchanged(): Promise<void> {
+    const read = await scim(h.app, 'get', `/Users/${id}`, { token });
+    expect(read.body).toMatchObject({ userName: email(), displayName: 'Bad Input', externalId: 'ext-bad-input', active: true });
+    expect(read.body.meta.version).toBe(version);
+  }
+
+  const patch = (operations: unknown[]) => ({ schemas: [PATCH_OP], Operations: operations });
+
+  test.each([
+    ['malformed JSON', 'patch', () => ({ raw: '{"Operations": [' }), 400, 'invalidSyntax'],
+    ['a body that is not JSON', 'put', () => ({ raw: 'userName=x', contentType: 'text/plain' }), 400, 'invalidSyntax'],
+    ['an unknown op', 'patch', () => ({ body: patch([{ op: 'frobnicate', path: 'title', value: 'x' }]) }), 400, 'invalidSyntax'],
+    ['an unknown path', 'patch', () => ({ body: patch([{ op: 'replace', path: 'shoeSize', value: 42 }]) }), 400, 'invalidPath'],
+    ['a malformed path', 'patch', () => ({ body: patch([{ op: 'replace', path: 'emails[type eq', value: 'x' }]) }), 400, 'invalidPath'],
+    ['a read-only path', 'patch', () => ({ body: patch([{ op: 'replace', path: 'id', value: 'PZZZZZZ' }]) }), 400, 'mutability'],
+    ['remove without a path', 'patch', () => ({ body: patch([{ op: 'remove' }]) }), 400, 'noTarget'],
+    ['a required attribute removed', 'patch', () => ({ body: patch([{ op: 'remove', path: 'userName' }]) }), 400, 'invalidValue'],
+    ['a bad boolean', 'patch', () => ({ body: patch([{ op: 'replace', path: 'active', value: 'maybe' }]) }), 400, 'invalidValue'],
+    ['too many operations', 'patch', () => ({ body: patch(Array.from({ length: 101 }, () => ({ op: 'replace', path: 'title', value: 'x' }))) }), 400, 'tooMany'],
+    ['a valid op then an invalid one (all or none)', 'patch', () => ({ body: patch([{ op: 'replace', path: 'title', value: 'Changed' }, { op: 'replace', path: 'timezone', value: 'Not/AZone' }]) }), 400, 'invalidValue'],
+    ['an oversized displayName', 'patch', () => ({ body: patch([{ op: 'replace', path: 'displayName', value: 'x'.repeat(101) }]) }), 400, 'invalidValue'],
+    ['an oversized externalId', 'put', () => ({ body: { schemas: [CORE], userName: email(), displayName: 'Bad Input', externalId: 'x'.repeat(101) } }), 400, 'invalidValue'],
+    ['a body over 1 MB', 'put', () => ({ body: { schemas: [CORE], userName: email(), displayName: 'x'.repeat(1_100_000) } }), 400, 'invalidValue'],
+    ['a NUL character', 'put', () => ({ body: { schemas: [CORE], userName: email(), displayName: 'Bad\u0000Input', externalId: 'ext-bad-input' } }), 400, 'invalidValue'],
+    ['an owner role', 'put', () => ({ body: { schemas: [CORE], userName: email(), displayName: 'Bad Input', externalId: 'ext-bad-input', roles: [{ type: 'base', value: 'owner', primary: true }] } }), 400, 'invalidValue'],
+    ['a stale If-Match', 'patch', () => ({ body: patch([{ op: 'replace', path: 'title', value: 'Stale' }]), headers: { 'If-Match': 'W/"1"' } }), 412, undefined],
+    ['a stale If-Match on PUT', 'put', () => ({ body: { schemas: [CORE], userName: email(), displayName: 'Renamed', externalId: 'ext-bad-input' }, headers: { 'If-Match': 'W/"1"' } }), 412, undefined],
+  ] as const)('%s', async (_name, method, call, status, scimType) => {
+    const response = await scim(h.app, method, `/Users/${id}`, { token, ...call() });
+    expect(response.status).toBe(status);
+    expect(response.body.schemas).toEqual(['urn:ietf:params:scim:api:messages:2.0:Error']);
+    expect(response.body.scimType).toBe(scimType);
+    await unchanged();
+  });
+
+  test('filters outside the grammar are invalidFilter', async () => {
+    for (const filter of ['userName sw "bad"', 'not (userName eq "x")', 'name.givenName eq "Bad"', 'userName eq', 'userName pr', 'groups[value eq "x"]', `userName eq "${'x'.repeat(1_001)}"`, Array.from({ length: 21 }, (_, index) => `id eq "P00000${index}"`).join(' or ')]) {
+      const response = await scim(h.app, 'get', `/Users?filter=${encodeURIComponent(filter)}`, { token });
+      expect({ filter, status: response.status, scimType: response.body.scimType }).toEqual({ filter, status: 400, scimType: 'invalidFilter' });
+    }
+    const paging = await scim(h.app, 'get', '/Users?startIndex=x', { token });
+    expect(paging).toMatchObject({ status: 400, body: { scimType: 'invalidValue' } });
+  });
+
+  test('duplicates are 409 uniqueness; another account\'s ids are 404; every credential kind gets the SCIM shape', async () => {
+    const other = await h.createAccount();
+    const otherToken = await provisioningToken(other);
+    const duplicateEmail = await scim(h.app, 'post', '/Users', { token, body: { schemas: [CORE], userName: email().toUpperCase(), displayName: 'Dup' } });
+    expect(duplicateEmail).toMatchObject({ status: 409, body: { scimType: 'uniqueness', status: '409' } });
+    const duplicateExternalId = await scim(h.app, 'post', '/Users', { token, body: { schemas: [CORE], userName: `other-${account.id}@example.com`, displayName: 'Dup', externalId: 'ext-bad-input' } });
+    expect(duplicateExternalId).toMatchObject({ status: 409, body: { scimType: 'uniqueness' } });
+    // The same externalId in another account is fine.
+    expect((await scim(h.app, 'post', '/Users', { token: otherToken, body: { schemas: [CORE], userName: `x-${other.id}@example.com`, displayName: 'Other', externalId: 'ext-bad-input' } })).status).toBe(201);
+
+    for (const method of ['get', 'put', 'patch', 'delete'] as const) {
+      const response = await scim(h.app, method, `/Users/${id}`, { token: otherToken, body: method === 'put' ? { schemas: [CORE], userName: 'a@b.co', displayName: 'x' } : method === 'patch' ? patch([{ op: 'replace', path: 'title', value: 'x' }]) : undefined });
+      expect({ method, status: response.status }).toEqual({ method, status: 404 });
+    }
+    const member = await h.createUser(account, { role: 'user' });
+    const readOnly = await h.accountKey(account, { readOnly: true });
+    const cases: [string | undefined, number][] = [
+      [undefined, 401],
+      ['Bearer not-a-real-token-value', 401],
+      ['Basic dXNlcjpwYXNz', 401],
+      [`Token token=${(readOnly as { token: string }).token}`, 403],
+      [`Token token=${(member.key as { token: string }).token}`, 403],
+    ];
+    for (const [authorization, status] of cases) {
+      const response = await scim(h.app, 'patch', `/Users/${id}`, { authorization, body: patch([{ op: 'replace', value: { active: false } }]) });
+      expect({ authorization, status: response.status }).toEqual({ authorization, status });
+    }
+    // A read-only key and a member may read.
+    expect((await scim(h.app, 'get', `/Users/${id}`, { authorization: `Token token=${(readOnly as { token: string }).token}` })).status).toBe(200);
+    await unchanged();
+    expect((await scim(h.app, 'get', '/Nope', { token })).status).toBe(404);
+  });
+});

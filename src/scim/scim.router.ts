@@ -123,7 +123,7 @@ export function scimRouter(schema: GraphQLSchema, logger: Logger, outages?: Thro
   router.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const rejection = requestRejection(error);
     if (rejection) {
-      const tooLarge = /too large/i.test(rejection.detail);
+      const tooLarge = (error as { type?: unknown }).type === 'entity.too.large';
       return sendScimError(res, new ScimInputError(tooLarge ? 'invalidValue' : 'invalidSyntax', rejection.detail));
     }
     fail(res, error, 'SCIM');
