@@ -1,5 +1,8 @@
 import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
 import { scim } from '../../test/support/scim.js';
+import { createHash } from 'node:crypto';
+import { createProvisioningTokenCommand, listProvisioningTokensCommand, revokeProvisioningTokenCommand } from '../cli/commands/provisioning-tokens.commands.js';
+import { userListStatements } from '../users/user.reads.js';
 import { ProvisioningTokensService } from './provisioning-tokens.service.js';
 
 let h: Harness;
@@ -273,5 +276,42 @@ describe('bad input on the SCIM face: the SCIM error shape, the right status and
     expect((await scim(h.app, 'get', `/Users/${id}`, { authorization: `Token token=${(readOnly as { token: string }).token}` })).status).toBe(200);
     await unchanged();
     expect((await scim(h.app, 'get', '/Nope', { token })).status).toBe(404);
+  });
+});
+
+describe('accessctl provisioning-tokens and look-ups', () => {
+  const io = { info: () => undefined };
+
+  test('create prints the token once (only its digest is stored); list shows it; revoke refuses it', async () => {
+    const account = await h.createAccount();
+    const created = await createProvisioningTokenCommand.run(h.database, { account: account.id, description: 'Okta' }, io) as { id: string; token: string };
+    expect(created.token.length).toBeGreaterThanOrEqual(32);
+    const [stored] = await h.database.em().execute<{ token_digest: string }[]>('select token_digest from provisioning_tokens where id = ?', [created.id]);
+    expect(stored!.token_digest).toBe(createHash('sha256').update(created.token).digest('hex'));
+    const listed = await listProvisioningTokensCommand.run(h.database, { account: account.id }, io) as { provisioning_tokens: Record<string, unknown>[] };
+    expect(listed.provisioning_tokens).toEqual([{ id: created.id, description: 'Okta', created_at: expect.any(String), revoked_at: null }]);
+    expect(JSON.stringify(listed)).not.toContain(created.token);
+    expect((await scim(h.app, 'get', '/Users', { token: created.token })).status).toBe(200);
+    await revokeProvisioningTokenCommand.run(h.database, { id: created.id }, io);
+    expect((await scim(h.app, 'get', '/Users', { token: created.token })).status).toBe(401);
+    await expect(createProvisioningTokenCommand.run(h.database, { account: 'PNOPE00' }, io)).rejects.toMatchObject({ kind: 'not_found' });
+  });
+
+  test('an eq filter is one index look-up, whichever attribute it names', async () => {
+    const account = await h.createAccount();
+    // An account of some size, analyzed, so that walking its users would be the planner's costly alternative.
+    await h.database.em().execute(
+      `insert into users (id, account_id, name, email, time_zone, color, role, invitation_sent, created_via_sso, created_at, updated_at)
+       select 'Q' || lpad(n::text, 6, '0'), ?, 'Bulk ' || n, 'bulk' || n || '@example.com', 'Etc/UTC', 'green', 'user', false, false, now(), now()
+         from generate_series(1, 5000) as n`, [account.id]);
+    await h.database.em().execute('analyze users');
+    for (const match of [[{ email: 'a@example.com' }], [{ externalId: 'x' }], [{ id: 'PABCDEF' }], [{ email: 'a@example.com', externalId: 'x' }, { id: 'PABCDEF' }]]) {
+      const { page } = userListStatements(account.id, { match, first: 100, offset: 0 }, ['id', 'name', 'email']);
+      const em = h.database.em();
+      const plan = (await em.execute<{ 'QUERY PLAN': string }[]>(`explain ${em.getPlatform().formatQuery(page.sql, page.params)}`)).map((row) => row['QUERY PLAN']).join('\n');
+      expect(plan).toMatch(/Index Scan|Bitmap Index Scan/);
+      expect(plan).toMatch(/users_pkey|users_account_email_live_uniq|users_account_external_id_live_uniq/);
+      expect(plan).not.toMatch(/users_account_name_id_search_live_idx|Seq Scan/);
+    }
   });
 });

@@ -172,7 +172,13 @@ export function userListStatements(
   if (options.match) {
     const matched = matchCondition(options.match);
     return {
-      page: { sql: `select ${columns} from users where ${live}${after} and ${matched.sql} order by name, id limit ? offset ?`, params: [accountId, ...afterParams, ...matched.params, ...window] },
+      // Materialized: the unique indexes find the (at most one per look-up) users, then only they are
+      // ordered; the planner cannot walk the name order instead, whatever its estimates.
+      page: {
+        sql: `with matches as materialized (select ${columns} from users where ${live}${after} and ${matched.sql})
+              select * from matches order by name, id limit ? offset ?`,
+        params: [accountId, ...afterParams, ...matched.params, ...window],
+      },
       count: { sql: `select count(*) as n from users where ${live} and ${matched.sql}`, params: [accountId, ...matched.params] },
     };
   }
