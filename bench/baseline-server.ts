@@ -73,27 +73,11 @@ async function readBody(req: http.IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/**
- * `Authorization: Bearer <provisioning token>` as the service resolves it: the two bearer look-ups
- * that come first in its resolver order (delegation tokens, flow tokens) miss, then the
- * provisioning token's.
- */
+/** `Authorization: Bearer <provisioning token>` as the service resolves it: the `scim_` prefix routes it to its one look-up. */
 async function authenticateBearer(header: string | undefined): Promise<Principal | undefined> {
-  const match = /^Bearer (.+)$/.exec(header ?? '');
+  const match = /^Bearer (scim_.+)$/.exec(header ?? '');
   if (!match) return undefined;
   const digest = createHash('sha256').update(match[1]!, 'utf8').digest('hex');
-  const now = new Date().toISOString();
-  await query(pool,
-    `select d.id, d.account_id, d.user_id, d.scope, u.role
-       from oauth_delegations d
-       join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null and u.suspended_at is null
-      where d.access_token_digest = $1 and d.status = 'issued' and d.expires_at > $2`, [digest, now]);
-  await query(pool,
-    `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, u.role
-       from oauth_server_records r
-       join oauth_delegations d on d.grant_id = r.grant_id and d.status = 'issued' and d.expires_at > $1
-       left join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null and u.suspended_at is null
-      where r.model in ('AccessToken', 'ClientCredentials') and r.key_digest = $2 and r.expires_at > $3`, [now, digest, now]);
   const { rows } = await query<{ id: string; account_id: string }>(pool, 'select id, account_id from provisioning_tokens where token_digest = $1 and revoked_at is null', [digest]);
   return rows[0] ? { accountId: rows[0].account_id, credentialId: rows[0].id } : undefined;
 }

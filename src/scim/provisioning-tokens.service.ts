@@ -4,6 +4,7 @@ import { digestSecret, newSecretToken } from '../auth/secrets.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { ProvisioningToken } from './provisioning-token.entity.js';
+import { PROVISIONING_TOKEN_PREFIX } from './provisioning-token.credentials.js';
 
 export interface IssuedProvisioningToken {
   id: string;
@@ -25,7 +26,7 @@ export class ProvisioningTokensService {
   async create(accountId: string, description?: string): Promise<IssuedProvisioningToken> {
     if (description !== undefined && description.length > 255) throw new InvalidInputError('description must be at most 255 characters');
     if (!PUBLIC_ID_PATTERN.test(accountId) || !(await this.em.findOne(Account, { id: accountId }))) throw new NotFoundError('account');
-    const token = newSecretToken(32);
+    const token = `${PROVISIONING_TOKEN_PREFIX}${newSecretToken(32)}`;
     const row = this.em.create(ProvisioningToken, { account: this.em.getReference(Account, accountId), tokenDigest: digestSecret(token), description: description ?? null });
     await this.em.persist(row).flush();
     return { id: row.id, token };
