@@ -2,14 +2,13 @@ import express, { Router, type NextFunction, type Request, type Response } from 
 import type { GraphQLSchema } from 'graphql';
 import { assertRequirements } from '../auth/auth-checker.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
-import { StaleVersionError } from '../errors/domain-errors.js';
+import { NotFoundError, StaleVersionError } from '../errors/domain-errors.js';
 import type { Logger } from '../logging/logger.js';
 import type { ThrottledWarning } from '../logging/throttled-log.js';
 import { executePrepared, prepareRoutes, type PreparedRoute } from '../rest/executor.js';
 import { unstorableStrings } from '../rest/params.js';
 import { requestRejection } from '../app/hostile-requests.js';
 import { classifyError } from '../graphql/errors.js';
-import { NotFoundError } from '../errors/domain-errors.js';
 import { USER_RESOURCE_TYPE, USER_SCHEMA_RESOURCE, listResponse, serviceProviderConfig } from './scim.discovery.js';
 import { ScimInputError, sendScim, sendScimError } from './scim.errors.js';
 import type { ScimRequest, ScimRoute } from './scim.route.js';
