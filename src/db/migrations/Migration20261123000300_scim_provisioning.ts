@@ -5,7 +5,9 @@ import { Migration } from '@mikro-orm/migrations';
  * (`suspended_at`: the SCIM `active: false`), carries the identity provider's id (`external_id`,
  * unique among the account's live users, so an `externalId eq` filter is one index look-up), and an
  * account can hold provisioning tokens (digests only). Delegations revoked by a suspension say so,
- * and may be revoked by a provisioning token, whose kind is longer than the column allowed.
+ * and may be revoked by a provisioning token, whose kind is longer than the column allowed. The
+ * reasons keep `password_changed` (Migration20261123000100_security_fixes, issue 22), which this
+ * list replaces.
  */
 export class Migration20261123000300_scim_provisioning extends Migration {
   override name = 'Migration20261123000300_scim_provisioning';
@@ -31,13 +33,13 @@ export class Migration20261123000300_scim_provisioning extends Migration {
       check (revoked_by_kind in ('account_key','user_key','oauth','oauth_app','provisioning_token'));`);
     this.addSql('alter table oauth_delegations drop constraint oauth_delegations_revocation_reason_check;');
     this.addSql(`alter table oauth_delegations add constraint oauth_delegations_revocation_reason_check
-      check (revocation_reason in ('sign_out','user_deleted','grant_revoked','app_deleted','user_suspended'));`);
+      check (revocation_reason in ('sign_out','user_deleted','grant_revoked','app_deleted','password_changed','user_suspended'));`);
   }
 
   override down(): void {
     this.addSql('alter table oauth_delegations drop constraint oauth_delegations_revocation_reason_check;');
     this.addSql(`alter table oauth_delegations add constraint oauth_delegations_revocation_reason_check
-      check (revocation_reason in ('sign_out','user_deleted','grant_revoked','app_deleted'));`);
+      check (revocation_reason in ('sign_out','user_deleted','grant_revoked','app_deleted','password_changed'));`);
     this.addSql('alter table oauth_delegations drop constraint oauth_delegations_revoked_by_kind_check;');
     this.addSql(`alter table oauth_delegations add constraint oauth_delegations_revoked_by_kind_check
       check (revoked_by_kind in ('account_key','user_key','oauth','oauth_app'));`);
