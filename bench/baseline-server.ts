@@ -26,7 +26,7 @@ async function authenticate(header: string | undefined): Promise<Principal | und
   const { rows } = await query<{ id: string; account_id: string }>(pool,
     `select k.id, k.account_id, k.user_id, k.read_only, u.role
        from api_keys k
-       left join users u on u.id = k.user_id and u.deleted_at is null
+       left join users u on u.id = k.user_id and u.deleted_at is null and u.suspended_at is null
       where k.token_digest = $1 and k.revoked_at is null`,
     [digest],
   );
@@ -62,8 +62,8 @@ function present(user: UserRecord) {
   };
 }
 
-function send(res: http.ServerResponse, status: number, body: string) {
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+function send(res: http.ServerResponse, status: number, body: string, contentType = 'application/json; charset=utf-8') {
+  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
 }
 
@@ -73,7 +73,55 @@ async function readBody(req: http.IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** `Authorization: Bearer <provisioning token>` as the service resolves it: the `scim_` prefix routes it to its one look-up. */
+async function authenticateBearer(header: string | undefined): Promise<Principal | undefined> {
+  const match = /^Bearer (scim_.+)$/.exec(header ?? '');
+  if (!match) return undefined;
+  const digest = createHash('sha256').update(match[1]!, 'utf8').digest('hex');
+  const { rows } = await query<{ id: string; account_id: string }>(pool, 'select id, account_id from provisioning_tokens where token_digest = $1 and revoked_at is null', [digest]);
+  return rows[0] ? { accountId: rows[0].account_id, credentialId: rows[0].id } : undefined;
+}
+
+interface ScimRecord { id: string; name: string; email: string; time_zone: string; role: string; job_title: string | null; external_id: string | null; active: boolean; version: string; created_at: Date; updated_at: Date }
+
+function presentScim(user: ScimRecord) {
+  const words = user.name.trim().split(/\s+/);
+  return {
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+    id: user.id,
+    ...(user.external_id !== null ? { externalId: user.external_id } : {}),
+    userName: user.email,
+    displayName: user.name,
+    name: words.length < 2 ? { formatted: user.name } : { formatted: user.name, givenName: words.slice(0, -1).join(' '), familyName: words.at(-1)! },
+    emails: [{ value: user.email, type: 'work', primary: true }],
+    ...(user.job_title !== null ? { title: user.job_title } : {}),
+    timezone: user.time_zone,
+    roles: [{ type: 'base', value: user.role, primary: true }],
+    active: user.active,
+    meta: { resourceType: 'User', created: user.created_at.toISOString(), lastModified: user.updated_at.toISOString(), location: `${BENCH_URLS.api}/scim/v2/Users/${user.id}`, version: `W/"${user.version}"` },
+  };
+}
+
+/** Only the benchmark's look-up: `GET /scim/v2/Users?filter=userName eq "<email>"`. */
+async function handleScim(req: http.IncomingMessage, res: http.ServerResponse, url: URL) {
+  const principal = await authenticateBearer(req.headers.authorization);
+  if (!principal) return send(res, 401, '{"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"401","detail":"Authentication failed"}', 'application/scim+json; charset=utf-8');
+  const email = /^userName eq "(.*)"$/.exec(url.searchParams.get('filter') ?? '')?.[1] ?? '';
+  const live = 'account_id = $1 and deleted_at is null';
+  const [page, total] = [
+    await query<ScimRecord>(pool,
+      `with matches as materialized (select id, name, email, time_zone, role, job_title, external_id, (suspended_at is null) as active,
+              (floor(extract(epoch from updated_at) * 1000000))::bigint::text as version, created_at, updated_at
+         from users where ${live} and ((lower(email) = lower($2))))
+       select * from matches order by name, id limit $3 offset $4`, [principal.accountId, email, 101, 0]),
+    await query<{ n: string }>(pool, `select count(*) as n from users where ${live} and ((lower(email) = lower($2)))`, [principal.accountId, email]),
+  ];
+  const resources = page.rows.slice(0, 100).map(presentScim);
+  send(res, 200, JSON.stringify({ schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'], totalResults: Number(total.rows[0]!.n), startIndex: 1, itemsPerPage: resources.length, Resources: resources }), 'application/scim+json; charset=utf-8');
+}
+
 async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
+  if (req.url?.startsWith('/scim/v2/')) return handleScim(req, res, new URL(req.url, 'http://baseline'));
   const principal = await authenticate(req.headers.authorization);
   if (!principal) return send(res, 401, '{"error":{"message":"Unauthorized","code":2006,"errors":[]}}');
   const url = new URL(req.url ?? '/', 'http://baseline');

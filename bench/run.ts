@@ -17,6 +17,7 @@ import { useIndexedSearch, userListStatements } from '../src/users/user.reads.js
 import { readPath } from '../src/db/read-path.js';
 import { call, load, log, median, startServer, type LoadResult, type Scenario, type Server, type Stats } from './servers.js';
 import { scaleOutReport, scaleOutSettings } from './scale-out.js';
+import { ProvisioningTokensService } from '../src/scim/provisioning-tokens.service.js';
 
 const serverUrl = process.env.DATABASE_URL;
 if (!serverUrl) {
@@ -28,6 +29,9 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const writeIterations = Number(process.env.BENCH_WRITE_ITERATIONS ?? 30);
+/** The SCIM first sync: this many users created one POST at a time over BENCH_SYNC_CONNECTIONS connections, through SCIM and through REST. */
+const syncUsers = Number(process.env.BENCH_SYNC_USERS ?? 10_000);
+const syncConnections = Number(process.env.BENCH_SYNC_CONNECTIONS ?? 4);
 /** Only the scenarios whose name contains this (profiling one request kind). */
 const only = process.env.BENCH_ONLY;
 /** Keep an already seeded database of the right size (development); the default seeds afresh. */
@@ -48,6 +52,9 @@ interface Prepared {
   rareTerm: string;
   bulkIds: string[];
   delegationsUserId: string;
+  /** A provisioning token of the bench account (SCIM scenarios) and an email to look up. */
+  provisioningToken: string;
+  lookupEmail: string;
   seedSeconds: number | null;
 }
 
@@ -85,7 +92,8 @@ async function prepare(size: number): Promise<Prepared> {
     await maintenance.query('vacuum analyze');
     await maintenance.end();
     const { apiKey } = await database.transactions.run(database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: account.id }));
-    const [sample] = await em.execute<{ id: string; name: string }[]>(`select id, name from users where account_id = ? and role = 'user' order by id limit 1 offset 5`, [account.id]);
+    const { token: provisioningToken } = await database.transactions.run(database.em(), (tx) => new ProvisioningTokensService(tx).create(account.id, 'bench'));
+    const [sample] = await em.execute<{ id: string; name: string; email: string }[]>(`select id, name, email from users where account_id = ? and role = 'user' order by id limit 1 offset 5`, [account.id]);
     const bulk = await em.execute<{ id: string }[]>(`select id from users where account_id = ? and role = 'user' order by id limit 100 offset 10`, [account.id]);
     const [delegations] = await em.execute<{ user_id: string }[]>(`select user_id from oauth_delegations where client_id = 'bench' limit 1`);
     return {
@@ -97,6 +105,8 @@ async function prepare(size: number): Promise<Prepared> {
       rareTerm: sample!.name.split(' ').pop()!,
       bulkIds: bulk.map((row) => row.id),
       delegationsUserId: delegations!.user_id,
+      provisioningToken,
+      lookupEmail: sample!.email,
       seedSeconds,
     };
   } finally {
@@ -154,6 +164,26 @@ const fixed = (value: number, digits = 0) => value.toFixed(digits);
 
 interface Row { size: string; scenario: string; app: LoadResult; baseline?: LoadResult; appStatements: number; baselineStatements?: number }
 
+/**
+ * An identity provider's first sync: `syncUsers` creations, one POST at a time on each of
+ * `syncConnections` concurrent connections (fetch keeps them alive); users created per second.
+ */
+async function firstSync(server: Server, credential: string, path: string, body: (i: number) => string, users = syncUsers): Promise<{ perSecond: number; failures: number }> {
+  let next = 0;
+  let failures = 0;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: syncConnections }, async () => {
+    for (let i = next++; i < users; i = next++) {
+      const answer = await call(server, credential, 'POST', path, body(i));
+      if (answer.status !== 201) failures++;
+    }
+  }));
+  const seconds = (performance.now() - started) / 1000;
+  log(`first sync ${path}: ${users} in ${seconds.toFixed(1)} s, ${failures} failures`);
+  return { perSecond: (users - failures) / seconds, failures };
+}
+
+const syncRows: string[] = [];
 const output: string[] = [];
 const rows: Row[] = [];
 const searchP50 = new Map<string, Map<string, number>>();
@@ -186,6 +216,13 @@ for (const size of sizes) {
     { name: 'search: one character (q, no match)', method: 'GET', path: '/users?query=q', baseline: false },
     { name: 'search: two characters (zq, no match)', method: 'GET', path: '/users?query=zq', baseline: false },
     { name: 'search: two characters (an, common)', method: 'GET', path: '/users?query=an', baseline: false },
+    {
+      name: 'SCIM look-up: GET /scim/v2/Users?filter=userName eq "…"',
+      method: 'GET',
+      path: `/scim/v2/Users?filter=${encodeURIComponent(`userName eq "${prepared.lookupEmail}"`)}`,
+      baseline: true,
+      authorization: `Bearer ${prepared.provisioningToken}`,
+    },
   ];
 
   const memoryAfter = async (what: string) => {
@@ -198,16 +235,17 @@ for (const size of sizes) {
   await memoryAfter('start (one request)');
 
   for (const scenario of scenarios.filter((candidate) => !only || only.split('|').some((part) => candidate.name.includes(part)))) {
-    const appAnswer = await call(app, apiKey, scenario.method, scenario.path, scenario.body);
+    const credential = scenario.authorization ?? apiKey;
+    const appAnswer = await call(app, credential, scenario.method, scenario.path, scenario.body);
     if (appAnswer.status !== 200) throw new Error(`${scenario.name}: the service answered ${appAnswer.status}: ${appAnswer.text.slice(0, 300)}`);
     if (scenario.baseline) {
-      const baselineAnswer = await call(baseline, apiKey, scenario.method, scenario.path, scenario.body);
+      const baselineAnswer = await call(baseline, credential, scenario.method, scenario.path, scenario.body);
       if (baselineAnswer.text !== appAnswer.text) {
         throw new Error(`${scenario.name}: the baseline's body differs from the service's\nservice:  ${appAnswer.text.slice(0, 600)}\nbaseline: ${baselineAnswer.text.slice(0, 600)}`);
       }
     }
-    const appStatements = await statementsPerRequest(counter, apiKey, scenario.method, scenario.path, scenario.body);
-    const baselineStatements = scenario.baseline ? await statementsPerRequest(baseline, apiKey, scenario.method, scenario.path, scenario.body) : undefined;
+    const appStatements = await statementsPerRequest(counter, credential, scenario.method, scenario.path, scenario.body);
+    const baselineStatements = scenario.baseline ? await statementsPerRequest(baseline, credential, scenario.method, scenario.path, scenario.body) : undefined;
     const appRuns: LoadResult[] = [];
     const baselineRuns: LoadResult[] = [];
     for (let round = 0; round < rounds; round++) {
@@ -226,8 +264,8 @@ for (const size of sizes) {
     });
     const row: Row = { size: sizeLabel, scenario: scenario.name, app: summarize(appRuns), appStatements, ...(scenario.baseline ? { baseline: summarize(baselineRuns), baselineStatements } : {}) };
     rows.push(row);
-    if (!scenario.baseline || scenario.path.startsWith('/users?limit')) {
-      const key = scenario.baseline ? 'unfiltered first page (GET /users?limit=25)' : scenario.name.replace(/ \(\d+, ~1 match\)/, ' (a serial number, ~1 match)');
+    if (!scenario.baseline || scenario.path.startsWith('/users?limit') || scenario.path.startsWith('/scim/')) {
+      const key = scenario.path.startsWith('/scim/') ? scenario.name : scenario.baseline ? 'unfiltered first page (GET /users?limit=25)' : scenario.name.replace(/ \(\d+, ~1 match\)/, ' (a serial number, ~1 match)');
       if (!searchP50.has(key)) searchP50.set(key, new Map());
       searchP50.get(key)!.set(sizeLabel, row.app.p50);
     }
@@ -293,6 +331,22 @@ for (const size of sizes) {
     await memoryAfter(write.name);
   }
 
+  if (!only || only.split('|').some((part) => 'first sync'.includes(part))) {
+    const runId = Date.now().toString(36);
+    const scimBody = (prefix: string) => (i: number) => JSON.stringify({
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: `${prefix}-scim-${runId}-${i}@bench.example`, name: { givenName: 'Sync', familyName: `Scim ${i}` }, externalId: `${prefix}-${runId}-${i}`, active: true,
+    });
+    const restBody = (prefix: string) => (i: number) => JSON.stringify({ user: { type: 'user', name: `Sync Rest ${i}`, email: `${prefix}-rest-${runId}-${i}@bench.example` } });
+    // Both paths warmed up (untimed) before either is timed, so neither pays the process's first compilations.
+    const warmUp = Math.min(200, Math.ceil(syncUsers / 10));
+    await firstSync(app, `Bearer ${prepared.provisioningToken}`, '/scim/v2/Users', scimBody('warm'), warmUp);
+    await firstSync(app, apiKey, '/users', restBody('warm'), warmUp);
+    const scim = await firstSync(app, `Bearer ${prepared.provisioningToken}`, '/scim/v2/Users', scimBody('sync'));
+    const rest = await firstSync(app, apiKey, '/users', restBody('sync'));
+    syncRows.push(`| ${sizeLabel} | ${syncUsers.toLocaleString('en')} over ${syncConnections} | ${fixed(scim.perSecond)} | ${fixed(rest.perSecond)} | ${fixed(rest.perSecond / Math.max(scim.perSecond, 0.001), 2)}x | ${scim.failures} / ${rest.failures} |`);
+    await memoryAfter('first sync');
+  }
+
   const appStats = await app.request('stats');
   const baselineStats = await baseline.request('stats');
   memory.push(`| ${sizeLabel} | ${memoryColumns(appStats)} | ${mb(baselineStats.rss)} |`);
@@ -318,6 +372,9 @@ if (sizes.length > 1) {
     const b = bySize.get(large)!;
     output.push(`| ${name} | ${fixed(a, 1)} | ${fixed(b, 1)} | ${fixed(b / Math.max(a, 0.5), 2)}x | ${firstPage ? `${fixed(a / Math.max(firstPage, 0.5), 2)}x` : ''} |`);
   }
+}
+if (syncRows.length) {
+  output.push('', '| users | first sync (POSTs over connections) | SCIM users/s | REST POST /users users/s | REST / SCIM | failures (SCIM / REST) |', '|---|---|---|---|---|---|', ...syncRows);
 }
 output.push('', '| users | service RSS after the suite (MB) | V8 heap reserved | of which young generation | heap used | external | of which array buffers | malloc (V8) | baseline RSS |', '|---|---|---|---|---|---|---|---|---|', ...memory);
 output.push('', '| users | service memory (MB) after | RSS | V8 heap reserved | of which young generation | heap used | external | of which array buffers | malloc (V8) |', '|---|---|---|---|---|---|---|---|---|', ...memoryTrace);

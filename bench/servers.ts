@@ -53,12 +53,16 @@ export interface Scenario {
   path: string;
   body?: string;
   baseline: boolean;
+  /** Instead of the account API key (the SCIM scenarios send a provisioning token). */
+  authorization?: string;
 }
+
+const acceptFor = (path: string) => (path === '/graphql' ? 'application/json' : path.startsWith('/scim/') ? 'application/scim+json' : 'application/vnd.pagerduty+json;version=2');
 
 export async function load(server: Server, scenario: Scenario, apiKey: string, { connections, seconds }: { connections: number; seconds: number }): Promise<LoadResult> {
   const args = [here('../../node_modules/autocannon/autocannon.js'), '--json', '-c', String(connections), '-d', String(seconds), '-m', scenario.method];
-  const headers: Record<string, string> = { Authorization: `Token token=${apiKey}`, 'Content-Type': 'application/json' };
-  headers.Accept = scenario.path === '/graphql' ? 'application/json' : 'application/vnd.pagerduty+json;version=2';
+  const headers: Record<string, string> = { Authorization: scenario.authorization ?? `Token token=${apiKey}`, 'Content-Type': 'application/json' };
+  headers.Accept = acceptFor(scenario.path);
   for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}=${value}`);
   if (scenario.body) args.push('-b', scenario.body);
   args.push(`${server.base}${scenario.path}`);
@@ -67,13 +71,14 @@ export async function load(server: Server, scenario: Scenario, apiKey: string, {
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures: result.non2xx + result.errors };
 }
 
-export async function call(server: Server, apiKey: string, method: string, path: string, body?: string) {
+/** `credential`: an API key (sent as `Token token=`) or a whole Authorization header value. */
+export async function call(server: Server, credential: string, method: string, path: string, body?: string) {
   const response = await fetch(`${server.base}${path}`, {
     method,
     headers: {
-      Authorization: `Token token=${apiKey}`,
+      Authorization: /^(Bearer|Token) /.test(credential) ? credential : `Token token=${credential}`,
       'Content-Type': 'application/json',
-      Accept: path === '/graphql' ? 'application/json' : 'application/vnd.pagerduty+json;version=2',
+      Accept: acceptFor(path),
     },
     body,
   });

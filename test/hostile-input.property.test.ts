@@ -23,6 +23,8 @@ import { features } from '../src/app/features.js';
 import type { HttpRouteDeps } from '../src/app/feature.js';
 import { startHarness, type Credential, type Harness } from './support/harness.js';
 import { createLogger } from '../src/logging/logger.js';
+import { scimUserRoutes } from '../src/scim/scim.routes.js';
+import { ProvisioningTokensService } from '../src/scim/provisioning-tokens.service.js';
 import {
   GRAPHQL_CLIENT_ERROR_CODES,
   REST_CLIENT_ERROR_CODES,
@@ -56,6 +58,7 @@ let agent: ReturnType<typeof supertest>;
 let credentials: Credential[];
 let realIds: string[];
 let schema: GraphQLSchema;
+let provisioningCredentials: Credential[];
 
 function authorization(credential: Credential): Record<string, string> {
   if (!credential) return {};
@@ -93,6 +96,10 @@ beforeAll(async () => {
   const admin = await harness.createUser(account, { role: 'admin' });
   credentials = [account.key, await harness.accountKey(account, { readOnly: true }), member.key, admin.key, undefined, { header: 'Token token=forged' }, { bearer: 'x'.repeat(300) }];
   realIds = [account.ownerId, member.id, admin.id, 'P000000', 'me'];
+  const provisioning = await harness.database.transactions.run(harness.database.em(), (tx) => new ProvisioningTokensService(tx).create(account.id));
+  const otherAccount = await harness.createAccount();
+  const otherProvisioning = await harness.database.transactions.run(harness.database.em(), (tx) => new ProvisioningTokensService(tx).create(otherAccount.id));
+  provisioningCredentials = [{ bearer: provisioning.token }, { bearer: otherProvisioning.token }, { bearer: provisioning.token }];
   const introspection = await agent.post('/graphql').set(authorization(account.key)).send({ query: getIntrospectionQuery() });
   schema = buildClientSchema(introspection.body.data as IntrospectionQuery);
 });
@@ -459,6 +466,98 @@ test('SSO: garbage assertions and callbacks, with live and made-up state, never 
       if (response.status >= 500) throw new Error(`${response.status} for ${where}: ${response.text.slice(0, 300)}`);
       expect(response.status).toBeGreaterThanOrEqual(400);
       expect(response.text).not.toMatch(/\n\s+at |SELECT |INSERT |UPDATE |signature|InResponseTo|audience/i);
+    }),
+    { seed: SEED, numRuns: RUNS, endOnFailure: true },
+  );
+});
+
+// ---------------------------------------------------------------------------------------------
+// SCIM: the /scim/v2 route table
+// ---------------------------------------------------------------------------------------------
+
+const SCIM_TYPES = new Set(['invalidFilter', 'tooMany', 'uniqueness', 'mutability', 'invalidSyntax', 'invalidPath', 'noTarget', 'invalidValue', 'invalidVers', 'sensitive']);
+const SCIM_ATTRIBUTES = ['userName', 'displayName', 'name', 'name.givenName', 'name.familyName', 'name.formatted', 'emails', 'emails[type eq "work"].value', 'emails[value eq "x"]', 'title', 'timezone', 'externalId', 'active', 'roles', 'id', 'meta', 'meta.version', 'groups', 'schemas', 'nickName', 'bogus', 'a.b.c', 'emails[type eq', '[]', 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department', 'urn:ietf:params:scim:schemas:core:2.0:User:title'];
+const scimLeaf = fc.oneof(
+  { weight: 3, arbitrary: hostileAny },
+  { weight: 3, arbitrary: fc.constantFrom('False', 'true', 'TRUE', true, false, 'x@example.com', 'admin', 'owner', 'Europe/Paris', 'Not/AZone', '', ' ', 'a\u0000b', 'x'.repeat(101), ...(['P000000'])) },
+);
+const scimObject: fc.Arbitrary<Record<string, unknown>> = fc.dictionary(fc.constantFrom(...SCIM_ATTRIBUTES), fc.oneof(
+  { weight: 3, arbitrary: scimLeaf },
+  { weight: 1, arbitrary: fc.array(fc.dictionary(fc.constantFrom('value', 'type', 'primary', 'display'), scimLeaf, { maxKeys: 3 }), { maxLength: 3 }) },
+  { weight: 1, arbitrary: fc.dictionary(fc.constantFrom('givenName', 'familyName', 'formatted'), scimLeaf, { maxKeys: 3 }) },
+), { maxKeys: 8 });
+const scimOperation = fc.record({
+  op: fc.constantFrom('add', 'replace', 'remove', 'Replace', 'REMOVE', 'frob', 42, null),
+  path: fc.option(fc.oneof(fc.constantFrom(...SCIM_ATTRIBUTES), hostileString), { freq: 3 }),
+  value: fc.option(fc.oneof(scimLeaf, scimObject), { freq: 5 }),
+}, { requiredKeys: [] });
+const scimFilter = fc.oneof(
+  { weight: 3, arbitrary: fc.tuple(fc.constantFrom('userName', 'externalId', 'id', 'emails.value', 'emails[type eq "work"].value', 'name.givenName', 'active', 'meta.created'), fc.constantFrom('eq', 'EQ', 'ne', 'co', 'sw', 'pr', 'gt'), scimLeaf).map(([attribute, op, value]) => `${attribute} ${op} ${JSON.stringify(value) ?? ''}`) },
+  { weight: 1, arbitrary: fc.array(fc.constantFrom('userName eq "a@b.co"', 'id eq "P000000"', 'externalId eq "x"'), { minLength: 2, maxLength: 30 }).chain((terms) => fc.constantFrom(' and ', ' or ').map((join) => terms.join(join))) },
+  { weight: 1, arbitrary: fc.constantFrom('not (userName eq "a")', 'userName eq', '((((', 'emails[type eq "work"]', 'emails[type eq "home"].value eq "x"', `userName eq "${'x'.repeat(2_000)}"`, '"', 'userName eq "a" and (', 'groups[value eq "x"]') },
+  { weight: 1, arbitrary: hostileString },
+);
+
+interface ScimPlan {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  path: string;
+  query: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+function scimPlan(): fc.Arbitrary<ScimPlan> {
+  const routes = [...scimUserRoutes.map((route) => ({ method: route.method, path: route.path })), ...['/ServiceProviderConfig', '/Schemas', '/Schemas/:id', '/ResourceTypes', '/Nope'].map((path) => ({ method: 'get' as const, path }))];
+  return fc.constantFrom(...routes).chain((route) => {
+    const segments = route.path.split('/').map((segment) => (segment.startsWith(':') ? hostileSegment(realIds) : fc.constant(segment)));
+    const body = fc.oneof(
+      { weight: 3, arbitrary: fc.array(scimOperation, { minLength: 0, maxLength: 4 }).map((operations) => toJson({ schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: operations })) },
+      { weight: 3, arbitrary: scimObject.map((object) => toJson({ schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], ...object })) },
+      { weight: 1, arbitrary: fc.constantFrom('{', 'null', '[]', '"x"', `{"Operations":${deeplyNestedJson(10_000, 'array')}}`, toJson({ Operations: Array.from({ length: 101 }, () => ({ op: 'replace', path: 'title', value: 'x' })) }), `{"userName":"${'x'.repeat(1_100_000)}"}`) },
+      { weight: 1, arbitrary: hostileAny.map((value) => toJson(value)) },
+    );
+    return fc.record({
+      path: fc.tuple(...segments).map((parts) => parts.join('/')),
+      query: fc.array(fc.tuple(fc.constantFrom('filter', 'startIndex', 'count', 'attributes', 'filter'), fc.oneof(scimFilter.map((filter) => encodeURIComponent(filter.replace(/[\uD800-\uDFFF]/g, '\uFFFD'))), hostileQueryValue, fc.constantFrom('0', '-1', '1', '100', '101', '9999', '10001', '1.5', 'x'))), { maxLength: 3 }),
+      credential: fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...provisioningCredentials) }, { weight: 2, arbitrary: fc.constantFrom(...credentials) }),
+      contentType: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('application/scim+json', 'application/json') }, { weight: 1, arbitrary: fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/scim+json; charset=latin1') }),
+      ifMatch: fc.option(fc.constantFrom('W/"1"', '*', '"x"', '', ',,,', 'W/"' + '9'.repeat(50) + '"'), { freq: 4 }),
+      body: route.method === 'get' || route.method === 'delete' ? fc.option(body, { freq: 8 }) : body,
+    }).map(({ path, query, credential, contentType, ifMatch, body }) => ({
+      method: route.method,
+      path: `/scim/v2${path}`,
+      query: query.map(([name, value]) => `${name}=${value}`).join('&'),
+      headers: { ...authorization(credential), Accept: 'application/scim+json', ...(body !== null ? { 'Content-Type': contentType } : {}), ...(ifMatch !== null ? { 'If-Match': ifMatch } : {}) },
+      ...(body !== null ? { body } : {}),
+    }));
+  });
+}
+
+test('SCIM: hostile requests on /scim/v2 are 4xx in the SCIM error shape, and rejected writes change nothing', async () => {
+  await fc.assert(
+    fc.asyncProperty(scimPlan(), async (plan) => {
+      const writes = plan.method !== 'get';
+      const before = writes ? await fingerprint() : '';
+      let request = agent[plan.method](`${plan.path}${plan.query ? `?${plan.query}` : ''}`).set(plan.headers);
+      if (plan.body !== undefined) request = request.send(plan.body);
+      const response = await request.buffer(true);
+      const where = `${plan.method.toUpperCase()} ${plan.path.slice(0, 120)}?${plan.query.slice(0, 200)} ${JSON.stringify(plan.headers).slice(0, 200)} ${plan.body?.slice(0, 300) ?? ''}`;
+      if (response.status >= 500) throw new Error(`${response.status} for ${where}: ${response.text.slice(0, 300)}`);
+      expect(response.text).not.toMatch(/\n\s+at |SELECT |INSERT |UPDATE /i);
+      // Node refuses a head over 16 KB before the request line is read, so before anyone knows it was for SCIM.
+      if (response.status === 431) return;
+      if (response.status >= 400) {
+        expect(response.headers['content-type']).toMatch(/^application\/scim\+json/);
+        const error = JSON.parse(response.text);
+        const shaped = Array.isArray(error.schemas) && error.schemas[0] === 'urn:ietf:params:scim:api:messages:2.0:Error' && error.status === String(response.status)
+          && typeof error.detail === 'string' && (error.scimType === undefined || SCIM_TYPES.has(error.scimType));
+        if (!shaped) throw new Error(`not the SCIM error shape for ${where}: ${response.status} ${response.text.slice(0, 300)}`);
+        if (error.detail.length > MAX_QUOTED) throw new Error(`an error detail quotes unbounded input for ${where}`);
+        if (writes) {
+          const after = await fingerprint();
+          if (after !== before) throw new Error(`rejected write (${response.status}) changed rows: ${where}`);
+        }
+      }
     }),
     { seed: SEED, numRuns: RUNS, endOnFailure: true },
   );

@@ -11,4 +11,5 @@ export const accountsFeature: Feature = {
   routes: [],
   credentialResolvers: [apiKeyCredentials],
   onUserDeleted: (em, user) => new AccountsService(em).revokeUserApiKeys(user.id, user.deletedAt),
+  onUserSuspended: (em, user) => new AccountsService(em).revokeUserApiKeys(user.id, user.suspendedAt),
 };

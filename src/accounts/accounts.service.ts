@@ -32,11 +32,12 @@ export class AccountsService {
     const account = await this.getAccount(options.accountId);
     if (options.userId) {
       if (options.readOnly) throw new InvalidInputError('a user key acts with the user\'s role; --read-only applies to account keys only');
-      const [user] = await this.em.execute<{ id: string }[]>(
-        'select id from users where id = ? and account_id = ? and deleted_at is null for share',
+      const [user] = await this.em.execute<{ id: string; suspended: boolean }[]>(
+        'select id, suspended_at is not null as suspended from users where id = ? and account_id = ? and deleted_at is null for share',
         [options.userId, account.id],
       );
       if (!user) throw new NotFoundError('user');
+      if (user.suspended) throw new InvalidInputError(`user ${options.userId} is suspended: a suspended user cannot be given new credentials`);
     }
     const secret = newSecretToken();
     const key = this.em.create(ApiKey, {

@@ -11,7 +11,7 @@ interface ApiKeyRow {
 
 /**
  * One indexed query per request: the key, and for a user key the user's current role
- * (a deleted user's keys stop working even before the revocation hook has run).
+ * (a deleted or suspended user's keys stop working even before the revocation hook has run).
  */
 export const apiKeyCredentials: CredentialResolver = {
   scheme: 'token',
@@ -19,7 +19,7 @@ export const apiKeyCredentials: CredentialResolver = {
     const [row] = await em.execute<ApiKeyRow[]>(
       `select k.id, k.account_id, k.user_id, k.read_only, u.role
          from api_keys k
-         left join users u on u.id = k.user_id and u.deleted_at is null
+         left join users u on u.id = k.user_id and u.deleted_at is null and u.suspended_at is null
         where k.token_digest = ? and k.revoked_at is null`,
       [digest],
     );

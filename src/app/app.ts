@@ -14,6 +14,7 @@ import { createApolloServer } from '../graphql/apollo.js';
 import { createContext, type Context } from '../graphql/context.js';
 import { classifyError, graphqlErrorBody } from '../graphql/errors.js';
 import { ERROR_TABLE } from '../errors/error-table.js';
+import { RateLimitedError } from '../errors/domain-errors.js';
 import { answerRefusedRequestsWithEnvelope, screenGraphQLRequest, requestRejection } from './hostile-requests.js';
 import { CursorCodec } from '../graphql/cursor.js';
 import { buildAppSchema } from '../graphql/schema.js';
@@ -34,6 +35,7 @@ import { idempotentWrites } from './idempotency.js';
 import { IdempotencyStore } from './idempotency-store.js';
 import { features } from './features.js';
 import { DEFAULT_LIVE_LIMITS, startLiveUpdates, type LiveUpdates } from '../live-updates/live-socket-server.js';
+import { isScimPath, scimFaceRoutes, scimOpenApiRoute } from '../scim/scim.face.js';
 import type { Runtime } from './runtime.js';
 
 export type AppSettings = Pick<
@@ -88,6 +90,7 @@ export function buildRuntime(settings: AppSettings, serverSecret: Buffer): Runti
     credentialResolvers: features.flatMap((feature) => feature.credentialResolvers ?? []),
     userDeletedHooks: features.flatMap((feature) => (feature.onUserDeleted ? [feature.onUserDeleted] : [])),
     signInMethods: features.flatMap((feature) => (feature.signInMethod ? [feature.signInMethod] : [])),
+    userSuspendedHooks: features.flatMap((feature) => (feature.onUserSuspended ? [feature.onUserSuspended] : [])),
   };
 }
 
@@ -215,17 +218,18 @@ export async function createApp(options: AppOptions): Promise<App> {
   // The REST face's self-description: public, before credentials and rate limits.
   if (settings.openapiDocument ?? true) app.use(openApiDocumentRoutes(openApiDocument));
   if (settings.apiDocsPage ?? false) app.use(apiDocsPageRoutes(settings.publicApiUrl));
+  if (settings.openapiDocument ?? true) app.use(scimOpenApiRoute(settings));
 
   // One context per request, shared by GraphQL and the REST facade.
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     try {
       const em = database.em();
-      const authentication = await authenticate(em, req.get('authorization'), runtime.credentialResolvers);
+      const authentication = scimFaceRoutes.screen(req.path, await authenticate(em, req.get('authorization'), runtime.credentialResolvers));
       // Authentication above read the primary; presenting reads after it may use a replica.
       database.readRouting?.attach(em, authentication.status === 'authenticated' ? authentication.principal.credentialId : undefined);
       const requestId = res.locals.requestId as string;
       const transactions = database.transactions.observedBy(transactionLog(logger, requestId)).onBehalfOf({
-        face: req.path === '/graphql' ? 'graphql' : 'rest',
+        face: req.path === '/graphql' ? 'graphql' : isScimPath(req.path) ? 'scim' : 'rest',
         principal: authentication.status === 'authenticated' ? authentication.principal : undefined,
         requestId,
         remoteAddress: req.ip,
@@ -253,11 +257,14 @@ export async function createApp(options: AppOptions): Promise<App> {
       if (req.path === '/graphql') {
         return sendJson(res, 429, graphqlErrorBody('rate_limited', detail));
       }
+      if (isScimPath(req.path)) return scimFaceRoutes.fail(res, new RateLimitedError(decision.resetSeconds));
       sendError(res, 'rate_limited', 'Rate Limit Exceeded', [detail]);
     } catch (error) {
       next(error);
     }
   });
+
+  app.use(scimFaceRoutes.path, scimFaceRoutes.router(schema, logger, outages));
 
   app.use(
     '/graphql',
@@ -277,6 +284,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   // in the shape of the face the request was for.
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const graphql = req.path === '/graphql';
+    if (isScimPath(req.path)) return scimFaceRoutes.fail(res, error, logger);
     const rejection = requestRejection(error);
     if (rejection) {
       const { kind, detail } = rejection;

@@ -7,7 +7,7 @@ import type { oas31 } from 'openapi3-ts';
 import type { PlainOperationDescription } from '../rest/description.js';
 import type { RestRoute } from '../rest/route.js';
 import type { SignInMethod } from '../auth/sign-in-method.js';
-import type { UserDeletedHook } from '../users/user-lifecycle.js';
+import type { UserDeletedHook, UserSuspendedHook } from '../users/user-lifecycle.js';
 import type { Runtime } from './runtime.js';
 
 /** What a plain HTTP route (outside GraphQL and the v2 REST facade) may use. */
@@ -31,6 +31,8 @@ export interface Feature {
   commitHooks?: CommitHook[];
   /** Another way to sign in to the authorization server (single sign-on), built once per app. */
   signInMethod?: (deps: HttpRouteDeps) => SignInMethod;
+  /** Revokes what the feature issued to a user who is being suspended, in the suspending transaction. */
+  onUserSuspended?: UserSuspendedHook;
   /**
    * Plain Express routes that are not part of the API (no credentials, no v2 `Accept`
    * versioning, not JSON), e.g. the iCal feed. Mounted before authentication and REST negotiation.

@@ -6,11 +6,12 @@ import { notificationSubscriptionsFeature } from '../notification-subscriptions/
 import { oauthDelegationsFeature } from '../oauth-delegations/oauth-delegations.feature.js';
 import { oauthServerFeature } from '../oauth-server/oauth-server.feature.js';
 import { ssoFeature } from '../sso/sso.feature.js';
+import { scimFeature } from '../scim/scim.feature.js';
 import { liveUpdatesFeature } from '../live-updates/live-updates.feature.js';
 import type { Feature } from './feature.js';
 
 /** Every feature of the product, in one place: entities, schema, REST rows, credentials, deletion hooks. */
-export const features: readonly Feature[] = [accountsFeature, usersFeature, oauthDelegationsFeature, calendarFeedFeature, notificationSubscriptionsFeature, oauthServerFeature, ssoFeature, auditFeature, liveUpdatesFeature];
+export const features: readonly Feature[] = [accountsFeature, usersFeature, oauthDelegationsFeature, calendarFeedFeature, notificationSubscriptionsFeature, oauthServerFeature, ssoFeature, scimFeature, auditFeature, liveUpdatesFeature];
 
 export const allEntities = () => features.flatMap((feature) => feature.entities);
 

@@ -3,7 +3,7 @@ import type { TrustProxy } from '../config/config.js';
 import type { SignInMethod } from '../auth/sign-in-method.js';
 import type { HttpRouteDeps } from './feature.js';
 import type { CursorCodec } from '../graphql/cursor.js';
-import type { UserDeletedHook } from '../users/user-lifecycle.js';
+import type { UserDeletedHook, UserSuspendedHook } from '../users/user-lifecycle.js';
 
 export interface PublicUrls {
   api: string;
@@ -22,4 +22,5 @@ export interface Runtime {
   userDeletedHooks: readonly UserDeletedHook[];
   /** Builders of the sign-in methods besides the password (the authorization server builds them when it mounts). */
   signInMethods: readonly ((deps: HttpRouteDeps) => SignInMethod)[];
+  userSuspendedHooks: readonly UserSuspendedHook[];
 }

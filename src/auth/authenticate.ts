@@ -9,6 +9,12 @@ import type { Principal } from './principal.js';
  */
 export interface CredentialResolver {
   scheme: 'token' | 'bearer';
+  /**
+   * A resolver whose credentials all begin with this (non-secret) prefix is asked only for
+   * credentials that do, and before the others: its look-up never runs for the other credentials
+   * of the scheme, and theirs do not run before it for its own.
+   */
+  prefix?: string;
   resolve(em: EntityManager, digest: string, now: Date): Promise<Principal | undefined>;
 }
 
@@ -28,7 +34,12 @@ export async function authenticate(
   if (presented.scheme === 'malformed') {
     return { status: 'rejected', error: new AuthenticationError('The Authorization header must be "Token token=<API key>" or "Bearer <access token>".') };
   }
-  for (const resolver of resolvers) {
+  const { secret } = presented;
+  const ordered = [
+    ...resolvers.filter((resolver) => resolver.prefix !== undefined && secret.startsWith(resolver.prefix)),
+    ...resolvers.filter((resolver) => resolver.prefix === undefined),
+  ];
+  for (const resolver of ordered) {
     if (resolver.scheme !== presented.scheme) continue;
     const principal = await resolver.resolve(em, presented.digest, new Date());
     if (principal) return { status: 'authenticated', principal: { ...principal, credentialTail: presented.tail } };

@@ -42,8 +42,17 @@ export interface OAuthAppPrincipal extends PrincipalBase {
   scopes: ReadonlySet<Scope | string>;
 }
 
-/** Who is calling, resolved once per request and shared by both faces. */
-export type Principal = AccountKeyPrincipal | UserKeyPrincipal | OAuthPrincipal | OAuthAppPrincipal;
+/**
+ * An identity provider provisioning the account's users (SPEC section 12): valid only on the SCIM
+ * face (`/scim/v2`), where it acts for the account with `users.read users.write`.
+ */
+export interface ProvisioningTokenPrincipal extends PrincipalBase {
+  kind: 'provisioning_token';
+  scopes: ReadonlySet<Scope | string>;
+}
+
+/** Who is calling, resolved once per request and shared by every face. */
+export type Principal = AccountKeyPrincipal | UserKeyPrincipal | OAuthPrincipal | OAuthAppPrincipal | ProvisioningTokenPrincipal;
 export type UserPrincipal = UserKeyPrincipal | OAuthPrincipal;
 
 export function isUserPrincipal(principal: Principal): principal is UserPrincipal {
@@ -52,7 +61,7 @@ export function isUserPrincipal(principal: Principal): principal is UserPrincipa
 
 /** Tokens are limited to their scopes; API keys are not. */
 export function scopesOf(principal: Principal): ReadonlySet<string> | undefined {
-  return principal.kind === 'oauth' || principal.kind === 'oauth_app' ? principal.scopes : undefined;
+  return principal.kind === 'oauth' || principal.kind === 'oauth_app' || principal.kind === 'provisioning_token' ? principal.scopes : undefined;
 }
 
 export function actingUserId(principal: Principal): string | undefined {
@@ -65,6 +74,8 @@ export function actingUserId(principal: Principal): string | undefined {
  */
 export function canUpdateUser(principal: Principal): boolean {
   if (principal.kind === 'account_key') return !principal.readOnly;
+  // A provisioning token is the account's identity provider: it may write users, and only on /scim/v2.
+  if (principal.kind === 'provisioning_token') return true;
   if (principal.kind === 'oauth_app') return principal.scopes.has('users.write');
   return USER_MANAGER_ROLES.has(principal.role);
 }
@@ -72,6 +83,7 @@ export function canUpdateUser(principal: Principal): boolean {
 /** An account-level app holding no write scope is read-only, like a read-only account key. */
 export function isReadOnly(principal: Principal): boolean {
   if (principal.kind === 'account_key') return principal.readOnly;
+  if (principal.kind === 'provisioning_token') return false;
   if (principal.kind === 'oauth_app') return ![...principal.scopes].some((scope) => scope.endsWith('.write'));
   return READ_ONLY_ROLES.has(principal.role);
 }

@@ -15,4 +15,5 @@ export const calendarFeedFeature: Feature = {
   httpRoutes: calendarFeedHttpRoutes,
   httpRouteDescriptions: calendarFeedHttpRouteDescriptions,
   onUserDeleted: (em, user) => CalendarFeedService.invalidate(em, user.id),
+  onUserSuspended: (em, user) => CalendarFeedService.invalidate(em, user.id),
 };

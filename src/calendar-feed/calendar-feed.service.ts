@@ -5,7 +5,7 @@ import { CALENDAR_URL_SCOPE, policy } from '../auth/policy.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import { recordChange } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
-import { ForbiddenError, NotFoundError } from '../errors/domain-errors.js';
+import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { User } from '../users/user.entity.js';
 import type { CalendarKeyCodec } from './calendar-key.codec.js';
 
@@ -100,6 +100,7 @@ export class CalendarFeedService {
     return this.transactions.run(this.em, async (tx) => {
       const user = await tx.findOne(User, { id: userId, account: principal.accountId, deletedAt: null }, { lockMode: LockMode.PESSIMISTIC_READ });
       if (!user) throw new NotFoundError('user');
+      if (user.suspendedAt) throw new InvalidInputError(`user ${user.id} is suspended: a suspended user cannot be given a new calendar key`);
       const nonce = this.codec.newNonce();
       const key = this.codec.keyFor(user.id, nonce);
       await tx.execute(
@@ -125,7 +126,7 @@ export class CalendarFeedService {
     const [row] = await this.em.execute<{ user_id: string; nonce: string; name: string; time_zone: string; updated_at: Date | string }[]>(
       `select k.user_id, k.nonce, u.name, u.time_zone, u.updated_at
          from calendar_feed_keys k
-         join users u on u.id = k.user_id and u.deleted_at is null
+         join users u on u.id = k.user_id and u.deleted_at is null and u.suspended_at is null
         where k.key_digest = ?`,
       [this.codec.digest(presentedKey)],
     );

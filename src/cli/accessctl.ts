@@ -14,10 +14,11 @@ import { addSubscribableCommand } from './commands/notification-subscriptions.co
 import { createDelegationCommand } from './commands/oauth-delegations.commands.js';
 import { oauthServerCommands } from './commands/oauth-server.commands.js';
 import { ssoCommands } from './commands/sso.commands.js';
+import { provisioningTokenCommands } from './commands/provisioning-tokens.commands.js';
 import { auditCommands } from './commands/audit.commands.js';
 import { resolveServerSecret } from '../auth/server-secret.js';
 
-const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands, ...ssoCommands, ...auditCommands];
+const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands, ...ssoCommands, ...provisioningTokenCommands, ...auditCommands];
 
 function usage(): string {
   return `Usage:\n${commands.map((command) => `  ${command.usage}`).join('\n')}\n\nReads DATABASE_URL and DATA_DIR like the server. With --json, stdout holds exactly one JSON object.`;

@@ -79,6 +79,23 @@ export class ConflictError extends DomainError {
 }
 
 /**
+ * A value that must be unique (a user's email, an identity provider's id) is already held. Invalid
+ * input on REST and GraphQL as before; the SCIM face answers it as 409 `uniqueness`.
+ */
+export class DuplicateValueError extends InvalidInputError {
+  constructor(readonly field: string, detail: string) {
+    super(detail);
+  }
+}
+
+/** The change was based on a version of the resource that is no longer current (SCIM: 412). */
+export class StaleVersionError extends ConflictError {
+  constructor(detail = 'The resource changed since the given version; read it again.') {
+    super(detail);
+  }
+}
+
+/**
  * A dependency is away or saturated (database unreachable, statement or lock timeout, contention
  * that retries did not resolve): the request may succeed if sent again after `retryAfterSeconds`.
  */

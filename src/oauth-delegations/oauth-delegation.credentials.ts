@@ -23,7 +23,7 @@ export const bearerCredentials: CredentialResolver = {
     const [row] = await em.execute<BearerRow[]>(
       `select d.id, d.account_id, d.user_id, d.scope, d.delegation_type, u.role, d.expires_at
          from oauth_delegations d
-         join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null
+         join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null and u.suspended_at is null
         where d.access_token_digest = ? and d.status = 'issued' and d.expires_at > ?`,
       [digest, now.toISOString()],
     );

@@ -10,7 +10,7 @@ export type DelegationType = (typeof DELEGATION_TYPES)[number];
 export const DELEGATION_STATUSES = ['issued', 'revoked'] as const;
 export type DelegationStatus = (typeof DELEGATION_STATUSES)[number];
 
-export const REVOCATION_REASONS = ['sign_out', 'user_deleted', 'grant_revoked', 'app_deleted', 'password_changed'] as const;
+export const REVOCATION_REASONS = ['sign_out', 'user_deleted', 'grant_revoked', 'app_deleted', 'password_changed', 'user_suspended'] as const;
 export type RevocationReason = (typeof REVOCATION_REASONS)[number];
 
 export function isDelegationType(value: unknown): value is DelegationType {
@@ -78,7 +78,7 @@ export class OAuthDelegation {
   revokedAt: Date | null = null;
 
   /** Audit: the kind of credential that revoked it. */
-  @Property({ type: 'string', length: 16, nullable: true })
+  @Property({ type: 'string', length: 32, nullable: true })
   revokedByKind: Principal['kind'] | null = null;
 
   /** Audit: the id of the API key or delegation that revoked it. */

@@ -11,7 +11,7 @@ import type { TransactionRunner } from '../db/transaction.js';
 import { recordChange } from '../db/change-journal.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { delegationsRevoked } from '../observability/metrics.js';
-import type { DeletedUser } from '../users/user-lifecycle.js';
+import type { DeletedUser, SuspendedUser } from '../users/user-lifecycle.js';
 import { lockLiveUser } from '../users/user-locks.js';
 import {
   DELEGATION_TYPES,
@@ -293,6 +293,11 @@ export function revokeDeletedUsersDelegations(em: EntityManager, user: DeletedUs
   return revokeIssued(em, { accountId: user.accountId, userId: user.id }, { principal, at: user.deletedAt, reason: 'user_deleted' });
 }
 
+/** In the suspending transaction: every delegation of the user (their OAuth grants' tokens with them) stops working at the commit. */
+export function revokeSuspendedUsersDelegations(em: EntityManager, user: SuspendedUser, principal: Principal): Promise<number> {
+  return revokeIssued(em, { accountId: user.accountId, userId: user.id }, { principal, at: user.suspendedAt, reason: 'user_suspended' });
+}
+
 /** Space-separated scopes, each one of ISSUABLE_SCOPES; duplicates collapse, order is kept. */
 export function parseScopes(raw: string): string[] {
   const scopes = [...new Set(raw.split(/\s+/).filter(Boolean))];
@@ -341,9 +346,10 @@ export async function issueDelegation(em: EntityManager, options: IssueDelegatio
   if (!Number.isSafeInteger(lifetime) || lifetime < 1 || lifetime > MAX_LIFETIME_SECONDS) throw new InvalidInputError('expires-in is out of range');
 
   const [user] = PUBLIC_ID_PATTERN.test(options.userId)
-    ? await em.execute<{ id: string; account_id: string }[]>('select id, account_id from users where id = ? and deleted_at is null for share', [options.userId])
+    ? await em.execute<{ id: string; account_id: string; suspended: boolean }[]>('select id, account_id, suspended_at is not null as suspended from users where id = ? and deleted_at is null for share', [options.userId])
     : [];
   if (!user) throw new InvalidInputError(`user ${options.userId} does not exist or has been deleted`);
+  if (user.suspended) throw new InvalidInputError(`user ${options.userId} is suspended: a suspended user cannot be given new credentials`);
 
   const accessToken = newSecretToken(32);
   const createdAt = new Date();

@@ -106,7 +106,7 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
     const userId = interaction.session?.accountId;
     if (!userId) throw new errors.SessionNotFound('no signed-in user for this interaction');
     const em = deps.database.em();
-    const [member] = await em.execute<{ id: string }[]>('select id from users where id = ? and account_id = ? and deleted_at is null', [userId, app.account.id]);
+    const [member] = await em.execute<{ id: string }[]>('select id from users where id = ? and account_id = ? and deleted_at is null and suspended_at is null', [userId, app.account.id]);
     if (!member) {
       return finish(req, res, provider, { error: 'access_denied', error_description: 'The signed-in user is not a member of the account that owns this app.' });
     }

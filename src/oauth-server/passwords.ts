@@ -126,7 +126,7 @@ export async function changeOwnPassword(change: PasswordChange): Promise<void> {
 export async function checkSignIn(em: EntityManager, accountId: string, email: string, password: string): Promise<string | undefined> {
   const [row] = await em.execute<{ id: string; password_hash: string }[]>(
     `select u.id, p.password_hash from users u join user_passwords p on p.user_id = u.id
-      where u.account_id = ? and lower(u.email) = lower(?) and u.deleted_at is null`,
+      where u.account_id = ? and lower(u.email) = lower(?) and u.deleted_at is null and u.suspended_at is null`,
     [accountId, email],
   );
   if (!row) {

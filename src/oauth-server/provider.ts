@@ -119,7 +119,7 @@ export async function createProvider(options: { database: Database; serverSecret
       },
     },
     async findAccount(_ctx, sub) {
-      const [user] = await database.em().execute<UserRow[]>('select id, name, email, time_zone from users where id = ? and deleted_at is null', [sub]);
+      const [user] = await database.em().execute<UserRow[]>('select id, name, email, time_zone from users where id = ? and deleted_at is null and suspended_at is null', [sub]);
       if (!user) return undefined;
       return { accountId: user.id, claims: () => ({ sub: user.id, name: user.name, email: user.email, zoneinfo: user.time_zone }) };
     },

@@ -4,12 +4,14 @@ import {
   getNamedType,
   getOperationAST,
   getVariableValues,
+  isInputObjectType,
   isSpecifiedScalarType,
   parse,
   typeFromAST,
   validate,
   type DocumentNode,
   type ExecutionResult,
+  type GraphQLNamedType,
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
@@ -24,20 +26,27 @@ import { unstorableStrings } from './params.js';
 import { observeRestOperation } from '../observability/graphql.js';
 import { reserveOperationName } from '../observability/metrics.js';
 import { sendError, sendJson } from './envelopes.js';
-import type { RestRequest, RestRoute } from './route.js';
+import type { OperationDocument, RestRequest, RestRoute } from './route.js';
 import { validateDescribedInput } from './description.js';
 
 type Run = (context: Context, variableValues: Record<string, unknown>) => Promise<ExecutionResult> | ExecutionResult;
 
-interface PreparedRoute {
-  route: RestRoute;
+/** What a face's route row must say for its document to be prepared: REST's rows, and the SCIM face's. */
+export interface ExecutableRow {
+  method: string;
+  path: string;
+  operation: OperationDocument;
+}
+
+export interface PreparedRoute<TRow extends ExecutableRow = RestRoute> {
+  route: TRow;
   document: DocumentNode;
   operation: { type: string; name: string | undefined };
   run: Run;
 }
 
 /** Parses, validates and (queries) compiles every route's document once, at start: a broken row stops the server from starting. */
-export function prepareRoutes(schema: GraphQLSchema, routes: readonly RestRoute[]): PreparedRoute[] {
+export function prepareRoutes<TRow extends ExecutableRow>(schema: GraphQLSchema, routes: readonly TRow[]): PreparedRoute<TRow>[] {
   return routes.map((route) => {
     const where = `${route.method.toUpperCase()} ${route.path} (${route.operation.files.join(', ')})`;
     const document = parse(route.operation.source);
@@ -55,7 +64,7 @@ function interpreted(schema: GraphQLSchema, document: DocumentNode): Run {
 }
 
 /**
- * Queries whose variables are all built-in scalars run compiled (graphql-jit): the route's fixed
+ * Queries whose variables are all built-in scalars (or input objects of them) run compiled (graphql-jit): the route's fixed
  * document becomes one function, without graphql-js's per-field interpretation (measured: most
  * of the execution cost of a 25-user page). Variables are coerced by graphql-js first, so a bad
  * value fails with graphql-js's own message, and graphql-jit's re-coercion of a built-in
@@ -66,8 +75,16 @@ function compilable(schema: GraphQLSchema, definition: OperationDefinitionNode):
   return definition.operation === 'query'
     && (definition.variableDefinitions ?? []).every((variable) => {
       const type = typeFromAST(schema, variable.type);
-      return type !== undefined && isSpecifiedScalarType(getNamedType(type));
+      return type !== undefined && ofBuiltInScalars(getNamedType(type));
     });
+}
+
+/** A built-in scalar, or an input object (such as the SCIM look-ups' UserMatchInput) made of nothing else. */
+function ofBuiltInScalars(type: GraphQLNamedType, seen = new Set<string>()): boolean {
+  if (isSpecifiedScalarType(type)) return true;
+  if (!isInputObjectType(type) || seen.has(type.name)) return false;
+  seen.add(type.name);
+  return Object.values(type.getFields()).every((field) => ofBuiltInScalars(getNamedType(field.type), seen));
 }
 
 function compiled(schema: GraphQLSchema, document: DocumentNode, definition: OperationDefinitionNode, where: string): Run {
@@ -111,16 +128,8 @@ export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSc
         if (unstorable.length) throw new InvalidInputError(unstorable);
         const request: RestRequest = { ...raw, principal };
         validateDescribedInput(route.description, request);
-        const variableValues = route.variables(request);
-        // The same bounds as on /graphql, on the variables the row made, before any SQL runs.
-        assertOperationInputsAcceptable(schema, document, undefined, variableValues);
-        const result = await observeRestOperation(operation.type, operation.name, () => run(context, variableValues));
-        if (result.errors?.length) {
-          // A domain error says the most; otherwise the first error stands for the request.
-          const chosen = result.errors.find((error) => error.originalError instanceof DomainError) ?? result.errors[0];
-          return fail(chosen);
-        }
-        const response = route.respond(result.data, request);
+        const data = await executePrepared(schema, { document, operation, run }, context, route.variables(request));
+        const response = route.respond(data, request);
         sendJson(res, response.status, response.body, response.headers);
       } catch (error) {
         fail(error);
@@ -128,6 +137,26 @@ export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSc
     });
   }
   return router;
+}
+
+/**
+ * Runs a prepared document with the variables a row made, after the same input bounds as on
+ * /graphql (before any SQL runs), and answers its data; an execution error is thrown, a domain
+ * error preferred, for the face to translate.
+ */
+export async function executePrepared(
+  schema: GraphQLSchema,
+  prepared: Pick<PreparedRoute<ExecutableRow>, 'document' | 'operation' | 'run'>,
+  context: Context,
+  variableValues: Record<string, unknown>,
+): Promise<any> {
+  assertOperationInputsAcceptable(schema, prepared.document, undefined, variableValues);
+  const result = await observeRestOperation(prepared.operation.type, prepared.operation.name, () => prepared.run(context, variableValues));
+  if (result.errors?.length) {
+    // A domain error says the most; otherwise the first error stands for the request.
+    throw result.errors.find((error) => error.originalError instanceof DomainError) ?? result.errors[0];
+  }
+  return result.data;
 }
 
 function deprecationHeaders(successor: string, context: Context): Record<string, string> {

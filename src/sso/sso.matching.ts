@@ -10,11 +10,11 @@ export interface AssertedIdentity {
 /**
  * The one rule for which users single sign-on may sign in: a live member of the account with
  * that email (case-insensitive). Every SSO sign-in, JIT included, asks only this function, so a
- * user state that must refuse sign-in (suspension: an `active` flag) is added here and nowhere else.
+ * user state that must refuse sign-in (suspension) is checked here and nowhere else.
  */
 export async function signInEligibleUser(tx: EntityManager, accountId: string, email: string): Promise<string | undefined> {
   const [row] = await tx.execute<{ id: string }[]>(
-    'select id from users where account_id = ? and lower(email) = lower(?) and deleted_at is null',
+    'select id from users where account_id = ? and lower(email) = lower(?) and deleted_at is null and suspended_at is null',
     [accountId, email],
   );
   return row?.id;

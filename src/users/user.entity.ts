@@ -10,7 +10,7 @@ import { newPublicId } from '../db/public-id.js';
  */
 @Entity({ tableName: 'users' })
 export class User {
-  [OptionalProps]?: 'id' | 'role' | 'description' | 'jobTitle' | 'avatarUrl' | 'invitationSent' | 'createdViaSso' | 'createdAt' | 'updatedAt' | 'deletedAt';
+  [OptionalProps]?: 'id' | 'role' | 'description' | 'jobTitle' | 'avatarUrl' | 'invitationSent' | 'createdViaSso' | 'createdAt' | 'updatedAt' | 'deletedAt' | 'suspendedAt' | 'externalId';
 
   @PrimaryKey({ type: 'string', length: 7 })
   id: string = newPublicId();
@@ -56,4 +56,12 @@ export class User {
 
   @Property({ type: 'Date', columnType: 'timestamptz', nullable: true })
   deletedAt: Date | null = null;
+
+  /** Set while the user is suspended (SCIM `active: false`): listed, but no credential of theirs works. */
+  @Property({ type: 'Date', columnType: 'timestamptz', nullable: true })
+  suspendedAt: Date | null = null;
+
+  /** The identity provider's id for the user, unique among the account's live users. */
+  @Property({ type: 'string', length: 100, nullable: true })
+  externalId: string | null = null;
 }

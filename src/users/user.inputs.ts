@@ -36,6 +36,13 @@ export class CreateUserInput {
   @MaxLength(USER_FIELD_LIMITS.jobTitle)
   @Field(() => String, { nullable: true, description: 'At most 100 characters.' })
   jobTitle?: string | null;
+
+  @MaxLength(USER_FIELD_LIMITS.externalId)
+  @Field(() => String, { nullable: true, description: 'The identity provider\'s id for the user, unique in the account; at most 100 characters.' })
+  externalId?: string | null;
+
+  @Field(() => Boolean, { nullable: true, description: 'False creates the user suspended. Defaults to true.' })
+  active?: boolean | null;
 }
 
 @InputType({ description: 'Changes to one user: only the fields given change. name, email, timeZone, color and role are omitted to keep them (null is refused); description and jobTitle take null to clear them.' })
@@ -69,12 +76,41 @@ export class UpdateUserInput {
   @MaxLength(USER_FIELD_LIMITS.jobTitle)
   @Field(() => String, { nullable: true, description: 'null clears it.' })
   jobTitle?: string | null;
+
+  @MaxLength(USER_FIELD_LIMITS.externalId)
+  @Field(() => String, { nullable: true, description: 'The identity provider\'s id; null clears it.' })
+  externalId?: string | null;
+
+  @Field(() => Boolean, {
+    nullable: true,
+    description: 'false suspends the user (needs can_update_user; not the owner): in the same transaction every delegation, OAuth grant, API key and sign-in session of theirs is revoked and their calendar key stops working. true lets them sign in again; nothing revoked comes back.',
+  })
+  active?: boolean | null;
+
+  @MaxLength(40)
+  @Field(() => String, { nullable: true, description: 'The `User.version` this change was based on; if the user changed since, nothing is written (CONFLICT).' })
+  expectedVersion?: string | null;
 }
 
 @InputType({ description: 'Up to 100 user changes, applied all or nothing.' })
 export class UpdateUsersInput {
   @Field(() => [UpdateUserInput])
   users!: UpdateUserInput[];
+}
+
+@InputType({ description: 'Users holding every value given here (at least one); the email is compared ignoring case. Each is one index look-up.' })
+export class UserMatchInput {
+  @MaxLength(USER_FIELD_LIMITS.searchQuery)
+  @Field(() => ID, { nullable: true })
+  id?: string | null;
+
+  @MaxLength(USER_FIELD_LIMITS.email.max)
+  @Field(() => String, { nullable: true })
+  email?: string | null;
+
+  @MaxLength(USER_FIELD_LIMITS.externalId)
+  @Field(() => String, { nullable: true })
+  externalId?: string | null;
 }
 
 @InputType()

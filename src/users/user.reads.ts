@@ -15,6 +15,11 @@ export interface UserRow extends UserFields {
   invitationSent?: boolean;
   createdViaSso?: boolean;
   createdAt?: Date;
+  updatedAt?: Date;
+  /** False while suspended. */
+  active?: boolean;
+  /** Changes with every change of the row (updated_at in microseconds): an optimistic-concurrency token. */
+  version?: string;
 }
 
 /** GraphQL field -> column of the fields a user's creation or update sets (UserFields). */
@@ -26,7 +31,11 @@ export const USER_FIELD_COLUMNS = {
   role: 'role',
   description: 'description',
   jobTitle: 'job_title',
+  externalId: 'external_id',
 } as const satisfies Record<keyof UserFields, string>;
+
+/** `User.version`: what `expectedVersion` is compared with, in the statement that locks the row. */
+export const USER_VERSION_SQL = '(floor(extract(epoch from updated_at) * 1000000))::bigint::text';
 
 /** GraphQL field -> column. Fields not listed here (self, htmlUrl, other features' fields) need only `id`. */
 const USER_COLUMNS: Record<keyof UserRow, string> = {
@@ -36,8 +45,11 @@ const USER_COLUMNS: Record<keyof UserRow, string> = {
   invitationSent: 'invitation_sent',
   createdViaSso: 'created_via_sso',
   createdAt: 'created_at',
+  updatedAt: 'updated_at',
+  active: '(suspended_at is null)',
+  version: USER_VERSION_SQL,
 };
-const TIMESTAMP_FIELDS = new Set<string>(['createdAt']);
+const TIMESTAMP_FIELDS = new Set<string>(['createdAt', 'updatedAt']);
 
 /** The select list for the selected fields, aliased to the GraphQL names. */
 export function userSelectList(fields: Iterable<string>): string {
@@ -53,12 +65,24 @@ export function userSelectList(fields: Iterable<string>): string {
 /** Rows selected with `userSelectList`, as the GraphQL `User` type's resolvers take them. */
 export async function userRows(selected: Promise<UserRow[]>): Promise<UserRow[]> {
   const rows = await selected;
-  for (const row of rows) if (row.createdAt !== undefined) row.createdAt = toDate(row.createdAt);
+  for (const row of rows) {
+    if (row.createdAt !== undefined) row.createdAt = toDate(row.createdAt);
+    if (row.updatedAt !== undefined) row.updatedAt = toDate(row.updatedAt);
+  }
   return rows;
+}
+
+/** Users with all of the given values (emails compared ignoring case): the SCIM face's `eq` filters. */
+export interface UserMatch {
+  id?: string | null;
+  email?: string | null;
+  externalId?: string | null;
 }
 
 export interface UserListOptions {
   query?: string | null;
+  /** Any of these matches (an empty list matches nobody); each is answered by a unique index. */
+  match?: readonly UserMatch[] | null;
   first: number;
   offset?: number;
   after?: { name: string; id: string };
@@ -108,6 +132,22 @@ function indexedCondition(term: string): { sql: string; params: unknown[] } {
 
 type Statement = { sql: string; params: unknown[] };
 
+/**
+ * `(a and b) or (c)`: each term names the columns of a unique index of live users (the primary key,
+ * lower(email), external_id), so the planner answers each with one index look-up.
+ */
+function matchCondition(match: readonly UserMatch[]): Statement {
+  const params: unknown[] = [];
+  const terms = match.map((term) => {
+    const parts: string[] = [];
+    if (term.id != null) parts.push('id = ?'), params.push(term.id);
+    if (term.email != null) parts.push('lower(email) = lower(?)'), params.push(term.email.trim());
+    if (term.externalId != null) parts.push('external_id = ?'), params.push(term.externalId);
+    return parts.length ? `(${parts.join(' and ')})` : 'true';
+  });
+  return { sql: terms.length ? `(${terms.join(' or ')})` : 'false', params };
+}
+
 /** The number of matches the indexed path counted, selected with its rows (removed before they are returned). */
 const MATCHES = 'searchMatches' as const;
 
@@ -129,6 +169,19 @@ export function userListStatements(
   const afterParams = options.after ? [options.after.name, options.after.id] : [];
   const window = [options.first + 1, options.after ? 0 : options.offset ?? 0];
   const term = options.query?.trim();
+  if (options.match) {
+    const matched = matchCondition(options.match);
+    return {
+      // Materialized: the unique indexes find the (at most one per look-up) users, then only they are
+      // ordered; the planner cannot walk the name order instead, whatever its estimates.
+      page: {
+        sql: `with matches as materialized (select ${columns} from users where ${live}${after} and ${matched.sql})
+              select * from matches order by name, id limit ? offset ?`,
+        params: [accountId, ...afterParams, ...matched.params, ...window],
+      },
+      count: { sql: `select count(*) as n from users where ${live} and ${matched.sql}`, params: [accountId, ...matched.params] },
+    };
+  }
   if (!term) {
     return {
       page: { sql: `select ${columns} from users where ${live}${after} order by name, id limit ? offset ?`, params: [accountId, ...afterParams, ...window] },

@@ -20,7 +20,20 @@ import {
   UpdateUserPayload,
   UpdateUsersInput,
   UpdateUsersPayload,
+  UserMatchInput,
 } from './user.inputs.js';
+import { InvalidInputError } from '../errors/domain-errors.js';
+
+const MAX_USER_MATCHES = 20;
+
+function checkMatches(args: UsersArgs): void {
+  if (!args.match) return;
+  if (args.query != null) throw new InvalidInputError('give either query or match, not both');
+  if (args.match.length > MAX_USER_MATCHES) throw new InvalidInputError(`match may hold at most ${MAX_USER_MATCHES} elements`);
+  args.match.forEach((term, index) => {
+    if (term.id == null && term.email == null && term.externalId == null) throw new InvalidInputError(`match[${index}] must give id, email or externalId`);
+  });
+}
 
 const USERS_CURSOR = 'users';
 
@@ -29,6 +42,12 @@ class UsersArgs {
   @MaxLength(USER_FIELD_LIMITS.searchQuery)
   @Field(() => String, { nullable: true, description: `Case-insensitive substring of the name or email, at most ${USER_FIELD_LIMITS.searchQuery} characters.` })
   query?: string | null;
+
+  @Field(() => [UserMatchInput], {
+    nullable: true,
+    description: `Only users matching any of these (at most ${MAX_USER_MATCHES}; an empty list matches nobody); not together with \`query\`. For look-ups by email or the identity provider's id.`,
+  })
+  match?: UserMatchInput[] | null;
 
   @Field(() => Int, { defaultValue: 25, description: 'Page size, 1 to 100.' })
   first!: number;
@@ -47,7 +66,7 @@ function userReads(context: Context): UserReads {
 }
 
 export function usersService(context: Context): UsersService {
-  return new UsersService(context.em, requirePrincipal(context), context.transactions, context.runtime.userDeletedHooks);
+  return new UsersService(context.em, requirePrincipal(context), context.transactions, { deleted: context.runtime.userDeletedHooks, suspended: context.runtime.userSuspendedHooks });
 }
 
 @Resolver(() => UserType)
@@ -68,9 +87,10 @@ export class UserResolver {
   @Query(() => UserConnection, { description: 'Users of the account, ordered by name then id.' })
   async users(@Args(() => UsersArgs) args: UsersArgs, @Ctx() context: Context, @Info() info: GraphQLResolveInfo) {
     const offset = checkPageArgs(args, MAX_PAGE_SIZE);
+    checkMatches(args);
     const after = args.after ? context.runtime.cursors.decode<{ n: string; i: string }>(USERS_CURSOR, args.after, 'after') : undefined;
     const page = userReads(context).list(
-      { query: args.query, first: args.first, offset, after: after ? { name: after.n, id: after.i } : undefined },
+      { query: args.query, match: args.match, first: args.first, offset, after: after ? { name: after.n, id: after.i } : undefined },
       selectedFieldNames(info, ['nodes'], ['edges', 'node']),
     );
     return UserConnection.deferred({

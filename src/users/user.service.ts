@@ -3,12 +3,12 @@ import type { EntityManager } from '@mikro-orm/sql';
 import { Account } from '../accounts/account.entity.js';
 import { canUpdateUser, type Principal } from '../auth/principal.js';
 import { policy } from '../auth/policy.js';
-import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
+import { DuplicateValueError, ForbiddenError, InvalidInputError, NotFoundError, StaleVersionError } from '../errors/domain-errors.js';
 import { PUBLIC_ID_PATTERN, newPublicId } from '../db/public-id.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { recordChange } from '../db/change-journal.js';
 import { User } from './user.entity.js';
-import type { UserDeletedHook } from './user-lifecycle.js';
+import type { UserLifecycleHooks } from './user-lifecycle.js';
 import { lockLiveUser } from './user-locks.js';
 import type { UserRow } from './user.reads.js';
 import { UserWrites, userChangedFields, type LockedUser, type UserPatch } from './user.writes.js';
@@ -20,8 +20,15 @@ const COLORS = ['green', 'red', 'purple', 'orange', 'teal', 'blue', 'brown', 'ca
 
 export type { UserPatch } from './user.writes.js';
 
-function isEmailConflict(error: unknown): boolean {
-  return error instanceof UniqueConstraintViolationException && /users_account_email_live_uniq/.test(error.message);
+const EMAIL_TAKEN = 'email has already been taken';
+const EXTERNAL_ID_TAKEN = 'externalId has already been taken';
+
+/** A unique index of live users refused the write: the value another user holds, as the checks before it would have said. */
+function duplicateOf(error: unknown): DuplicateValueError | undefined {
+  if (!(error instanceof UniqueConstraintViolationException)) return undefined;
+  if (/users_account_email_live_uniq/.test(error.message)) return new DuplicateValueError('email', EMAIL_TAKEN);
+  if (/users_account_external_id_live_uniq/.test(error.message)) return new DuplicateValueError('externalId', EXTERNAL_ID_TAKEN);
+  return undefined;
 }
 
 export class UsersService {
@@ -29,7 +36,7 @@ export class UsersService {
     private readonly em: EntityManager,
     private readonly principal: Principal,
     private readonly transactions: TransactionRunner,
-    private readonly deletedHooks: readonly UserDeletedHook[] = [],
+    private readonly hooks: UserLifecycleHooks = {},
     private readonly newId: () => string = newPublicId,
   ) {}
 
@@ -44,15 +51,18 @@ export class UsersService {
     return user;
   }
 
-  async create(fields: UserFields): Promise<User> {
+  /** `active: false` creates the user suspended (an identity provider may provision a user it has not yet let in). */
+  async create(fields: UserFields & { active?: boolean | null }): Promise<User> {
     policy.assertCanUpdateUsers(this.principal);
     const problems = validateUserFields(fields, { creating: true });
     if (problems.length) throw new InvalidInputError(problems);
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.transactions.run(this.em, async (em) => {
-          const holders = await new UserWrites(em, this.principal.accountId).emailHolders([normalizeEmail(fields.email!)]);
-          if (holders.size) throw new InvalidInputError('email has already been taken');
+          const writes = new UserWrites(em, this.principal.accountId);
+          const holders = await writes.emailHolders([normalizeEmail(fields.email!)]);
+          if (holders.size) throw new DuplicateValueError('email', EMAIL_TAKEN);
+          if (fields.externalId != null && (await writes.externalIdHolders([fields.externalId])).size) throw new DuplicateValueError('externalId', EXTERNAL_ID_TAKEN);
           const { timeZone: accountTimeZone } = await em.findOneOrFail(Account, { id: this.principal.accountId });
           const user = em.create(User, {
             id: this.newId(),
@@ -64,13 +74,16 @@ export class UsersService {
             role: fields.role ?? 'user',
             description: fields.description ?? null,
             jobTitle: fields.jobTitle ?? null,
+            externalId: fields.externalId ?? null,
+            suspendedAt: fields.active === false ? new Date() : null,
           });
           await em.persist(user).flush();
           recordChange(em, { accountId: this.principal.accountId, action: 'create', resource: { type: 'user', id: user.id, summary: user.name }, userId: user.id, fields: createdFields(user) });
           return user;
         }, 'users.create');
       } catch (error) {
-        if (isEmailConflict(error)) throw new InvalidInputError('email has already been taken');
+        const duplicate = duplicateOf(error);
+        if (duplicate) throw duplicate;
         // Ids are random and never reused: a collision with a live user or a tombstone draws again.
         if (error instanceof UniqueConstraintViolationException && attempt < 3) continue;
         throw error;
@@ -112,7 +125,9 @@ export class UsersService {
         }
         if (seen.has(patch.id)) problems.push(`${label(index)}id ${patch.id} appears more than once`);
         seen.add(patch.id);
+        if (patch.expectedVersion != null && patch.expectedVersion !== user.version) throw new StaleVersionError();
         this.assertMayChange(user, patch);
+        if (patch.active === false && user.role === 'owner') problems.push(`${label(index)}the account owner cannot be suspended`);
         problems.push(...validateUserFields(patch, { creating: false, prefix: label(index) }));
         if (patch.role !== undefined && patch.role !== user.role && user.role === 'owner') {
           problems.push(`${label(index)}role of the account owner cannot be changed`);
@@ -136,15 +151,40 @@ export class UsersService {
       const holders = await writes.emailHolders(changing.map((change) => change.email));
       const batch = new Set(patches.map((patch) => patch.id));
       const taken = changing.find((change) => holders.has(change.email) && !batch.has(holders.get(change.email)!));
-      if (taken) throw new InvalidInputError(`${label(taken.index)}email has already been taken`);
+      if (taken) throw new DuplicateValueError('email', `${label(taken.index)}${EMAIL_TAKEN}`);
+      const externalIds = patches.flatMap((patch, index) => (patch.externalId != null && patch.externalId !== byId.get(patch.id)!.externalId ? [{ externalId: patch.externalId, index }] : []));
+      const externalIdHolders = await writes.externalIdHolders(externalIds.map((change) => change.externalId));
+      const takenExternalId = externalIds.find((change) => externalIdHolders.has(change.externalId) && !batch.has(externalIdHolders.get(change.externalId)!));
+      if (takenExternalId) throw new DuplicateValueError('externalId', `${label(takenExternalId.index)}${EXTERNAL_ID_TAKEN}`);
 
+      await this.changeSuspensions(em, patches.filter((patch) => patch.active != null && patch.active !== byId.get(patch.id)!.active));
       try {
         return await writes.apply(patches, fields, byId);
       } catch (error) {
-        if (isEmailConflict(error)) throw new InvalidInputError('email has already been taken');
-        throw error;
+        throw duplicateOf(error) ?? error;
       }
     }, options.single ? 'users.update' : 'users.updateMany');
+  }
+
+  /**
+   * Suspends or reactivates the given (locked, checked) users inside the caller's transaction. A
+   * suspension runs every feature's hook, which revokes what that feature issued to the user.
+   */
+  private async changeSuspensions(em: EntityManager, patches: readonly UserPatch[]): Promise<void> {
+    if (patches.length === 0) return;
+    const at = new Date();
+    const writes = new UserWrites(em, this.principal.accountId);
+    const reactivating = patches.filter((patch) => patch.active === true).map((patch) => patch.id);
+    await writes.setSuspended(reactivating, null);
+    for (const id of reactivating) {
+      recordChange(em, { accountId: this.principal.accountId, action: 'reactivate', resource: { type: 'user', id }, userId: id, fields: [{ name: 'active', value: true, beforeValue: false }] });
+    }
+    const suspending = patches.filter((patch) => patch.active === false).map((patch) => patch.id);
+    await writes.setSuspended(suspending, at);
+    for (const id of suspending) {
+      recordChange(em, { accountId: this.principal.accountId, action: 'suspend', resource: { type: 'user', id }, userId: id, fields: [{ name: 'active', value: false, beforeValue: true }], revokesAccess: true });
+      for (const hook of this.hooks.suspended ?? []) await hook(em, { id, accountId: this.principal.accountId, suspendedAt: at }, this.principal);
+    }
   }
 
   async delete(id: string): Promise<void> {
@@ -166,17 +206,19 @@ export class UsersService {
         fields: createdFields(user).map((field) => ({ name: field.name, beforeValue: field.value })),
         revokesAccess: true,
       });
-      for (const hook of this.deletedHooks) await hook(em, { id: user.id, accountId: this.principal.accountId, deletedAt }, this.principal);
+      for (const hook of this.hooks.deleted ?? []) await hook(em, { id: user.id, accountId: this.principal.accountId, deletedAt }, this.principal);
     }, 'users.delete');
   }
 
   /** Self may edit own profile fields; others, and any role change, need can_update_user. */
-  private assertMayChange(user: LockedUser, patch: UserFields): void {
+  private assertMayChange(user: LockedUser, patch: UserPatch): void {
     if (canUpdateUser(this.principal)) return;
     if (!policy.isSelf(this.principal, user.id)) {
       throw new ForbiddenError('Only the user themself or a holder of can_update_user may change this user.');
     }
     if (patch.role !== undefined && patch.role !== user.role) throw new ForbiddenError('Changing a role requires the can_update_user permission.');
+    if (patch.active != null && patch.active !== user.active) throw new ForbiddenError('Suspending or reactivating a user requires the can_update_user permission.');
+    if (patch.externalId !== undefined && patch.externalId !== user.externalId) throw new ForbiddenError('Changing externalId requires the can_update_user permission.');
     policy.assertCanWrite(this.principal);
   }
 }

@@ -65,6 +65,20 @@ export class UserType implements Partial<Record<keyof User, unknown>> {
   @Field(() => DateTimeResolver)
   createdAt!: Date;
 
+  @Field(() => DateTimeResolver, { description: 'When the user last changed.' })
+  updatedAt!: Date;
+
+  @Field({ description: 'False while the user is suspended (their identity provider ended their access): still listed, but no key, token, session or calendar feed of theirs works, and they cannot sign in.' })
+  @PlainResolver<UserSource, Context>((user) => ('suspendedAt' in user ? user.suspendedAt === null : user.active))
+  active!: boolean;
+
+  @Field(() => String, { nullable: true, description: 'The identity provider\'s id for the user (SCIM `externalId`), unique in the account.' })
+  externalId!: string | null;
+
+  @Field({ description: 'Changes with every change of the user. Give it as `expectedVersion` to updateUser to refuse the update if someone changed the user meanwhile (CONFLICT).' })
+  @PlainResolver<UserSource, Context>((user) => ('suspendedAt' in user ? String(user.updatedAt.getTime() * 1000) : user.version))
+  version!: string;
+
   @Field(() => URLScalar, { description: 'The user\'s REST API URL.' })
   @PlainResolver<UserSource, Context>((user, context) => `${context.runtime.urls.api}/users/${user.id}`)
   self!: string;

@@ -8,6 +8,8 @@ export interface UserFields {
   role?: UserRole;
   description?: string | null;
   jobTitle?: string | null;
+  /** The identity provider's id (SCIM `externalId`); null clears it. */
+  externalId?: string | null;
 }
 
 /**
@@ -23,6 +25,7 @@ export const USER_FIELD_LIMITS = {
   color: 32,
   timeZone: 64,
   searchQuery: 100,
+  externalId: 100,
 } as const;
 
 // Deliberately the shape the public API accepts: local@domain.tld, no spaces.
@@ -93,6 +96,10 @@ export function validateUserFields(fields: UserFields, options: { creating: bool
   }
   if (jobTitle !== undefined && jobTitle !== null && (typeof jobTitle !== 'string' || jobTitle.length > USER_FIELD_LIMITS.jobTitle)) {
     problems.push(`${at('job_title')} must be at most ${USER_FIELD_LIMITS.jobTitle} characters`);
+  }
+  const { externalId } = fields;
+  if (externalId !== undefined && externalId !== null && (typeof externalId !== 'string' || externalId.trim() === '' || externalId.length > USER_FIELD_LIMITS.externalId)) {
+    problems.push(`${at('external_id')} must be 1 to ${USER_FIELD_LIMITS.externalId} characters, or null`);
   }
   return problems;
 }

@@ -3,7 +3,7 @@ import type { UserRole } from '../auth/roles.js';
 import { recordChange, type ChangedField } from '../db/change-journal.js';
 import { patchUpdateStatement, writePath, type WritePath } from '../db/write-path.js';
 import { lockLiveUserRows } from './user-locks.js';
-import { USER_FIELD_COLUMNS, userRows, userSelectList, type UserRow } from './user.reads.js';
+import { USER_FIELD_COLUMNS, USER_VERSION_SQL, userRows, userSelectList, type UserRow } from './user.reads.js';
 import type { UserFields } from './user.validation.js';
 
 /** What an update reads from a user row it locked: what the checks need, and every field's value before (the audit trail's). */
@@ -11,6 +11,9 @@ export interface LockedUser extends Required<UserFields> {
   id: string;
   email: string;
   role: UserRole;
+  externalId: string | null;
+  active: boolean;
+  version: string;
 }
 
 /** Change records name a user's fields as the public API does, which is also how the columns are named. */
@@ -27,7 +30,8 @@ export function userChangedFields(after: UserFields, before?: UserFields): Chang
   });
 }
 
-export type UserPatch = UserFields & { id: string };
+/** `active` and `expectedVersion` are not columns: the service suspends or refuses before the fields are written. */
+export type UserPatch = UserFields & { id: string; active?: boolean | null; expectedVersion?: string | null };
 
 /**
  * Updates of users on the write path (src/db/write-path.ts), inside the caller's transaction:
@@ -46,7 +50,7 @@ export class UserWrites {
 
   /** The live users among `ids`, locked first in id order (user-locks.ts), with what the checks read. */
   lockForUpdate(ids: readonly string[]): Promise<LockedUser[]> {
-    return lockLiveUserRows<LockedUser>(this.tx, this.accountId, ids, LOCKED_COLUMNS);
+    return lockLiveUserRows<LockedUser>(this.tx, this.accountId, ids, `${LOCKED_COLUMNS}, external_id as "externalId", suspended_at is null as active, ${USER_VERSION_SQL} as version`);
   }
 
   /**
@@ -61,6 +65,25 @@ export class UserWrites {
       [this.accountId, [...new Set(normalizedEmails)]],
     );
     return new Map(rows.map((row) => [row.email, row.id]));
+  }
+
+  /** Which live user of the account holds each of these identity-provider ids: id -> user id (one statement, its unique index). */
+  async externalIdHolders(externalIds: readonly string[]): Promise<Map<string, string>> {
+    if (externalIds.length === 0) return new Map();
+    const rows = await this.writes.rows<{ id: string; external_id: string }>(
+      'select id, external_id from users where account_id = ? and external_id in (?) and deleted_at is null',
+      [this.accountId, [...new Set(externalIds)]],
+    );
+    return new Map(rows.map((row) => [row.external_id, row.id]));
+  }
+
+  /** Suspends (`at`) or reactivates (null) locked users; either changes their version. */
+  async setSuspended(ids: readonly string[], at: Date | null): Promise<void> {
+    if (ids.length === 0) return;
+    await this.writes.rows(
+      'update users set suspended_at = ?, updated_at = now() where account_id = ? and deleted_at is null and id in (?) returning id',
+      [at, this.accountId, [...ids]],
+    );
   }
 
   /**

@@ -106,7 +106,7 @@ test('a deleted user\'s id is never issued again: a collision with the tombstone
   await h.rest('delete', `/users/${deleted.id}`, { key: account.key });
   const ids = [deleted.id, 'PFRESH1'];
   const principal = { kind: 'account_key' as const, accountId: account.id, credentialId: 'test', readOnly: false, rateLimitKey: 'test' };
-  const service = new UsersService(h.database.em(), principal, h.database.transactions, [], () => ids.shift()!);
+  const service = new UsersService(h.database.em(), principal, h.database.transactions, {}, () => ids.shift()!);
   const created = await service.create({ name: 'Newcomer', email: 'newcomer@example.com' });
   expect(created.id).toBe('PFRESH1');
   const tombstone = await h.database.em().findOne(User, { id: deleted.id });
@@ -151,4 +151,35 @@ test('self, htmlUrl and avatarUrl (plain resolvers) are the same for a read row 
     expect(shown.body.user).toMatchObject(restExpected);
     expect(listed.body.users.find((user: { id: string }) => user.id === id)).toMatchObject(restExpected);
   }
+});
+
+test('users(match:) looks users up by email (ignoring case), externalId or id; updateUser sets externalId and refuses a stale expectedVersion', async () => {
+  const account = await h.createAccount();
+  const create = 'mutation($input: CreateUserInput!) { createUser(input: $input) { user { id externalId active version } } }';
+  const first = await h.graphql(create, { input: { name: 'Match One', email: 'match.one@example.com', externalId: 'idp-1' } }, account.key);
+  const second = await h.graphql(create, { input: { name: 'Match Two', email: 'match.two@example.com', active: false } }, account.key);
+  expect(first.data.createUser.user).toMatchObject({ externalId: 'idp-1', active: true });
+  expect(second.data.createUser.user).toMatchObject({ externalId: null, active: false });
+  const [one, two] = [first.data.createUser.user, second.data.createUser.user];
+
+  const list = 'query($match: [UserMatchInput!], $query: String) { users(match: $match, query: $query, first: 10) { totalCount nodes { id active } } }';
+  const ids = async (match: unknown) => (await h.graphql(list, { match }, account.key)).data.users.nodes.map((user: { id: string }) => user.id);
+  expect(await ids([{ email: 'MATCH.ONE@example.com' }])).toEqual([one.id]);
+  expect(await ids([{ externalId: 'idp-1' }, { id: two.id }])).toEqual([one.id, two.id]);
+  expect(await ids([{ externalId: 'idp-1', email: 'match.two@example.com' }])).toEqual([]);
+  expect(await ids([])).toEqual([]);
+  const both = await h.graphql(list, { match: [{ id: one.id }], query: 'match' }, account.key);
+  expect(both.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  const empty = await h.graphql(list, { match: [{}] }, account.key);
+  expect(empty.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+
+  const update = 'mutation($input: UpdateUserInput!) { updateUser(input: $input) { user { externalId version } } }';
+  const updated = await h.graphql(update, { input: { id: one.id, externalId: 'idp-1b', expectedVersion: one.version } }, account.key);
+  expect(updated.data.updateUser.user.externalId).toBe('idp-1b');
+  expect(updated.data.updateUser.user.version).not.toBe(one.version);
+  const stale = await h.graphql(update, { input: { id: one.id, externalId: 'idp-1c', expectedVersion: one.version } }, account.key);
+  expect(stale.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+  const taken = await h.graphql(update, { input: { id: two.id, externalId: 'idp-1b' } }, account.key);
+  expect(taken.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  expect(await ids([{ externalId: 'idp-1b' }])).toEqual([one.id]);
 });

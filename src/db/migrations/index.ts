@@ -9,6 +9,7 @@ import { Migration20261122001300_idempotency_keys } from './Migration20261122001
 import { Migration20261122001400_search_walk } from './Migration20261122001400_search_walk.js';
 import { Migration20261123000100_security_fixes } from './Migration20261123000100_security_fixes.js';
 import { Migration20261123000200_audit_trail } from './Migration20261123000200_audit_trail.js';
+import { Migration20261123000300_scim_provisioning } from './Migration20261123000300_scim_provisioning.js';
 import { Migration20261123000400_sso } from './Migration20261123000400_sso.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
@@ -23,5 +24,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122001400_search_walk', class: Migration20261122001400_search_walk },
   { name: 'Migration20261123000100_security_fixes', class: Migration20261123000100_security_fixes },
   { name: 'Migration20261123000200_audit_trail', class: Migration20261123000200_audit_trail },
+  { name: 'Migration20261123000300_scim_provisioning', class: Migration20261123000300_scim_provisioning },
   { name: 'Migration20261123000400_sso', class: Migration20261123000400_sso },
 ];

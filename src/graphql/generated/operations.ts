@@ -69,10 +69,14 @@ export type CreateNotificationSubscriptionsInput = {
 
 /** A new user. `role` defaults to USER; OWNER cannot be assigned. */
 export type CreateUserInput = {
+  /** False creates the user suspended. Defaults to true. */
+  active: InputMaybe<Scalars['Boolean']['input']>;
   color: InputMaybe<Scalars['String']['input']>;
   description: InputMaybe<Scalars['String']['input']>;
   /** 6 to 100 characters, unique in the account ignoring case. */
   email: Scalars['EmailAddress']['input'];
+  /** The identity provider's id for the user, unique in the account; at most 100 characters. */
+  externalId: InputMaybe<Scalars['String']['input']>;
   /** At most 100 characters. */
   jobTitle: InputMaybe<Scalars['String']['input']>;
   /** At most 100 characters. */
@@ -157,10 +161,16 @@ export type RevokeOAuthDelegationInput = {
 
 /** Changes to one user: only the fields given change. name, email, timeZone, color and role are omitted to keep them (null is refused); description and jobTitle take null to clear them. */
 export type UpdateUserInput = {
+  /** false suspends the user (needs can_update_user; not the owner): in the same transaction every delegation, OAuth grant, API key and sign-in session of theirs is revoked and their calendar key stops working. true lets them sign in again; nothing revoked comes back. */
+  active: InputMaybe<Scalars['Boolean']['input']>;
   color: InputMaybe<Scalars['String']['input']>;
   /** null clears it. */
   description: InputMaybe<Scalars['String']['input']>;
   email: InputMaybe<Scalars['EmailAddress']['input']>;
+  /** The `User.version` this change was based on; if the user changed since, nothing is written (CONFLICT). */
+  expectedVersion: InputMaybe<Scalars['String']['input']>;
+  /** The identity provider's id; null clears it. */
+  externalId: InputMaybe<Scalars['String']['input']>;
   id: Scalars['ID']['input'];
   /** null clears it. */
   jobTitle: InputMaybe<Scalars['String']['input']>;
@@ -185,6 +195,13 @@ export type UserChangeKind =
   | 'SUSPENDED'
   /** Presented fields changed (`changedFields`). */
   | 'UPDATED';
+
+/** Users holding every value given here (at least one); the email is compared ignoring case. Each is one index look-up. */
+export type UserMatchInput = {
+  email: InputMaybe<Scalars['String']['input']>;
+  externalId: InputMaybe<Scalars['String']['input']>;
+  id: InputMaybe<Scalars['ID']['input']>;
+};
 
 /** A user's role; `OWNER` and `ADMIN` hold can_update_user. Nobody can be made `OWNER` through the API. */
 export type UserRole =
@@ -293,6 +310,45 @@ export type ShowUserOAuthDelegationQueryVariables = Exact<{
 
 
 export type ShowUserOAuthDelegationQuery = { oauthDelegation: { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string } };
+
+export type CreateScimUserMutationVariables = Exact<{
+  input: CreateUserInput;
+}>;
+
+
+export type CreateScimUserMutation = { createUser: { user: { id: string, name: string, email: string, timeZone: string, role: UserRole, jobTitle: string | null, externalId: string | null, active: boolean, version: string, createdAt: string, updatedAt: string } } };
+
+export type DeleteScimUserMutationVariables = Exact<{
+  input: DeleteUserInput;
+}>;
+
+
+export type DeleteScimUserMutation = { deleteUser: { deletedUserId: string } };
+
+export type ListScimUsersQueryVariables = Exact<{
+  match: InputMaybe<Array<UserMatchInput> | UserMatchInput>;
+  first: Scalars['Int']['input'];
+  offset: Scalars['Int']['input'];
+}>;
+
+
+export type ListScimUsersQuery = { users: { totalCount: number, nodes: Array<{ id: string, name: string, email: string, timeZone: string, role: UserRole, jobTitle: string | null, externalId: string | null, active: boolean, version: string, createdAt: string, updatedAt: string }> } };
+
+export type ScimUserFieldsFragment = { id: string, name: string, email: string, timeZone: string, role: UserRole, jobTitle: string | null, externalId: string | null, active: boolean, version: string, createdAt: string, updatedAt: string };
+
+export type ShowScimUserQueryVariables = Exact<{
+  id: Scalars['ID']['input'];
+}>;
+
+
+export type ShowScimUserQuery = { user: { id: string, name: string, email: string, timeZone: string, role: UserRole, jobTitle: string | null, externalId: string | null, active: boolean, version: string, createdAt: string, updatedAt: string } };
+
+export type UpdateScimUserMutationVariables = Exact<{
+  input: UpdateUserInput;
+}>;
+
+
+export type UpdateScimUserMutation = { updateUser: { user: { id: string, name: string, email: string, timeZone: string, role: UserRole, jobTitle: string | null, externalId: string | null, active: boolean, version: string, createdAt: string, updatedAt: string } } };
 
 export type CreateUserMutationVariables = Exact<{
   input: CreateUserInput;

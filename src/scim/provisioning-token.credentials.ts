@@ -1,0 +1,31 @@
+import type { CredentialResolver } from '../auth/authenticate.js';
+import type { ProvisioningTokenPrincipal } from '../auth/principal.js';
+
+/** What a provisioning token may do on the SCIM face; it is refused everywhere else (app.ts). */
+export const PROVISIONING_SCOPES: ReadonlySet<string> = new Set(['users.read', 'users.write']);
+/** Every provisioning token begins with this, so its look-up is the only one a SCIM request pays (and other bearer tokens never pay it). */
+export const PROVISIONING_TOKEN_PREFIX = 'scim_';
+
+/**
+ * `Authorization: Bearer <provisioning token>`: one look-up on the unique digest per request and
+ * nothing cached, so a revoked token is refused on the next request on every instance.
+ */
+export const provisioningTokenCredentials: CredentialResolver = {
+  scheme: 'bearer',
+  prefix: PROVISIONING_TOKEN_PREFIX,
+  async resolve(em, digest) {
+    const [row] = await em.execute<{ id: string; account_id: string }[]>(
+      'select id, account_id from provisioning_tokens where token_digest = ? and revoked_at is null',
+      [digest],
+    );
+    if (!row) return undefined;
+    const principal: ProvisioningTokenPrincipal = {
+      kind: 'provisioning_token',
+      accountId: row.account_id,
+      credentialId: row.id,
+      scopes: PROVISIONING_SCOPES,
+      rateLimitKey: `provisioning-token:${row.id}`,
+    };
+    return principal;
+  },
+};

@@ -1,0 +1,31 @@
+import { OptionalProps } from '@mikro-orm/core';
+import { Entity, ManyToOne, PrimaryKey, Property } from '@mikro-orm/decorators/legacy';
+import { Account } from '../accounts/account.entity.js';
+import { newPublicId } from '../db/public-id.js';
+
+/**
+ * A long-lived bearer credential an identity provider holds to provision one account's users over
+ * SCIM (and nothing else). Only the SHA-256 digest is kept; the token is shown once, at creation.
+ */
+@Entity({ tableName: 'provisioning_tokens' })
+export class ProvisioningToken {
+  [OptionalProps]?: 'id' | 'description' | 'createdAt' | 'revokedAt';
+
+  @PrimaryKey({ type: 'string', length: 7 })
+  id: string = newPublicId();
+
+  @ManyToOne({ entity: () => Account, fieldName: 'account_id' })
+  account!: Account;
+
+  @Property({ type: 'string', length: 64, unique: true, hidden: true })
+  tokenDigest!: string;
+
+  @Property({ type: 'string', length: 255, nullable: true })
+  description: string | null = null;
+
+  @Property({ type: 'Date', columnType: 'timestamptz' })
+  createdAt: Date = new Date();
+
+  @Property({ type: 'Date', columnType: 'timestamptz', nullable: true })
+  revokedAt: Date | null = null;
+}
