@@ -35,8 +35,8 @@ describe('suspension (active: false) across two instances on one database', () =
     const m = await newMember(fixture.database);
     const [first, second] = fixture.instances as [typeof fixture.instances[0], typeof fixture.instances[0]];
     const token = await provisioningToken(m.accountId);
-    const apiKey = (await new AccountsService(fixture.database.em()).createApiKey({ accountId: m.accountId, userId: m.userId })).apiKey;
-    const delegation = await issueDelegation(fixture.database.em(), { userId: m.userId, type: 'mobile', scopes: 'users.read' });
+    const apiKey = (await fixture.database.transactions.run(fixture.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: m.accountId, userId: m.userId }))).apiKey;
+    const delegation = await fixture.database.transactions.run(fixture.database.em(), (tx) => issueDelegation(tx, { userId: m.userId, type: 'mobile', scopes: 'users.read' }));
     const { app } = await registerApp(fixture.database, fixture.serverSecret, { accountId: m.accountId, kind: 'mobile', redirectUris: [MOBILE_REDIRECT], name: 'Mobile' });
     const config = await discover(first.url, app.clientId, client.None());
     const { tokens } = await signIn({ config, baseUrl: first.url, redirectUri: MOBILE_REDIRECT, scope: 'users.read', email: m.email, password: PASSWORD });
@@ -64,8 +64,8 @@ describe('suspension (active: false) across two instances on one database', () =
 
     // Suspended: no sign-in, no new credentials; still listed on REST.
     expect(await checkSignIn(fixture.database.em(), m.accountId, m.email, PASSWORD)).toBeUndefined();
-    await expect(new AccountsService(fixture.database.em()).createApiKey({ accountId: m.accountId, userId: m.userId })).rejects.toMatchObject({ kind: 'invalid_input' });
-    await expect(issueDelegation(fixture.database.em(), { userId: m.userId, type: 'mobile', scopes: 'users.read' })).rejects.toMatchObject({ kind: 'invalid_input' });
+    await expect(fixture.database.transactions.run(fixture.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: m.accountId, userId: m.userId }))).rejects.toMatchObject({ kind: 'invalid_input' });
+    await expect(fixture.database.transactions.run(fixture.database.em(), (tx) => issueDelegation(tx, { userId: m.userId, type: 'mobile', scopes: 'users.read' }))).rejects.toMatchObject({ kind: 'invalid_input' });
     const listed = await api(second, 'GET', '/users?limit=100', `Token token=${m.ownerKey}`);
     expect(listed.body.users.map((user: { id: string }) => user.id)).toContain(m.userId);
 
@@ -86,7 +86,7 @@ describe('suspension (active: false) across two instances on one database', () =
     expect(refused.status).toBe(400);
     expect(refused.body.scimType).toBe('invalidValue');
 
-    const ownKey = (await new AccountsService(fixture.database.em()).createApiKey({ accountId: m.accountId, userId: m.userId })).apiKey;
+    const ownKey = (await fixture.database.transactions.run(fixture.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: m.accountId, userId: m.userId }))).apiKey;
     const mutation = 'mutation($id: ID!) { updateUser(input: { id: $id, active: false }) { user { id active } } }';
     const selfSuspend = await graphqlCall(fixture.instances[0]!, `Token token=${ownKey}`, mutation, { id: m.userId });
     expect(selfSuspend.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
@@ -135,7 +135,7 @@ describe('who may use the SCIM face', () => {
     const written = await scimCall(instance, 'PATCH', `/Users/${m.userId}`, `Bearer ${writer.access_token}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'title', value: 'Integrated' }] });
     expect(written).toMatchObject({ status: 200, body: { title: 'Integrated' } });
 
-    const userToken = await issueDelegation(fixture.database.em(), { userId: m.userId, type: 'mobile', scopes: 'users.read users.write' });
+    const userToken = await fixture.database.transactions.run(fixture.database.em(), (tx) => issueDelegation(tx, { userId: m.userId, type: 'mobile', scopes: 'users.read users.write' }));
     const selfWrite = await scimCall(instance, 'PATCH', `/Users/${m.userId}`, `Bearer ${userToken.accessToken}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'title', value: 'Self' }] });
     expect(selfWrite.status).toBe(403);
     const [row] = await fixture.database.em().execute<{ job_title: string }[]>('select job_title from users where id = ?', [m.userId]);
