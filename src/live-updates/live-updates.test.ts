@@ -121,6 +121,32 @@ describe('across instances', () => {
   });
 });
 
+describe('suspension (SCIM `active: false`, GraphQL updateUser)', () => {
+  test('suspending a user through B: the user\'s key and token on A are told USER_SUSPENDED and closed (4403) within a second', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account);
+    const viaKey = await LiveTestClient.connect(a.httpServer, authorizationOf(user.key as { token: string }));
+    const viaToken = await LiveTestClient.connect(a.httpServer, await bearer(user.id, 'mobile'));
+    viaKey.subscribe('revoked', VIEWER_REVOKED);
+    viaToken.subscribe('revoked', VIEWER_REVOKED);
+    await sleep(100);
+
+    const suspendedAt = Date.now();
+    const suspended = await bRest.post('/graphql').set({ 'Content-Type': 'application/json', Authorization: `Token token=${(account.key as { token: string }).token}` })
+      .send({ query: 'mutation ($id: ID!) { updateUser(input: { id: $id, active: false }) { user { id active } } }', variables: { id: user.id } });
+    expect(suspended.body.errors).toBeUndefined();
+    expect(suspended.body.data.updateUser.user).toEqual({ id: user.id, active: false });
+
+    for (const client of [viaKey, viaToken]) {
+      const told = await client.waitFor((message) => message.id === 'revoked' && message.type === 'next');
+      expect(told.payload.data.viewerAccessRevoked.reason).toBe('USER_SUSPENDED');
+      const closed = await client.closed;
+      expect(closed.code).toBe(4403);
+      expect(closed.at - suspendedAt).toBeLessThan(1_000);
+    }
+  });
+});
+
 describe('access that changes without a revocation', () => {
   test('a role change through B: the user\'s connection on A is told ACCESS_CHANGED and closed; another user\'s stays', async () => {
     const account = await a.createAccount();

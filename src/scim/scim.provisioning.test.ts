@@ -315,3 +315,29 @@ describe('accessctl provisioning-tokens and look-ups', () => {
     }
   });
 });
+
+describe('the audit trail of what an identity provider changes', () => {
+  test('each SCIM change is one record of method identity_provider, its actor the provisioning token, no token characters', async () => {
+    const account = await h.createAccount();
+    const token = await provisioningToken(account);
+    const email = `audited-${account.id}@example.com`;
+    const created = await scim(h.app, 'post', '/Users', { token, body: { schemas: [CORE], userName: email, displayName: 'Audited User', active: true } });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    const patched = await scim(h.app, 'patch', `/Users/${id}`, { token, body: { schemas: [PATCH_OP], Operations: [{ op: 'Replace', value: { active: 'False', title: 'Lead' } }] } });
+    expect(patched.status).toBe(200);
+
+    const listed = await h.rest('get', `/users/${id}/audit/records?limit=100`, { key: account.key });
+    expect(listed.status).toBe(200);
+    const records = listed.body.records as Array<{ action: string; method: { type: string; truncated_token: string | null }; actors: Array<{ type: string }>; details: { fields?: Array<{ name: string; value: string | null; before_value: string | null }> } }>;
+    // Newest first: the PATCH's suspension and its field change, then the creation.
+    expect(records.map((record) => record.action).sort()).toEqual(['create', 'suspend', 'update']);
+    for (const record of records) {
+      expect(record.method).toMatchObject({ type: 'identity_provider', truncated_token: null });
+      expect(record.actors.map((actor) => actor.type)).toContain('provisioning_token_reference');
+    }
+    const update = records.find((record) => record.action === 'update')!;
+    expect(update.details.fields).toEqual([{ name: 'job_title', value: 'Lead', before_value: null }]);
+    expect(JSON.stringify(listed.body)).not.toContain(token);
+  });
+});

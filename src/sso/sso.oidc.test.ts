@@ -115,6 +115,24 @@ describe('OIDC sign-in through the company identity provider', () => {
     expect(await finish(await toCallback(member, member.email))).toMatchObject({ kind: 'page', status: 403 });
   });
 
+  test('a suspended user is refused; the sign-in and the refusal are audit records of method browser naming the provider', async () => {
+    const member = await ssoAccount();
+    expect((await finish(await toCallback(member, member.email))).kind).toBe('callback');
+    await fixture.database.em().execute('update users set suspended_at = now() where id = ?', [member.userId]);
+    expect(await finish(await toCallback(member, member.email))).toMatchObject({ kind: 'page', status: 403 });
+
+    const audit = await api(fixture.instances[0]!, 'GET', '/audit/records?limit=100', `Token token=${member.ownerKey}`);
+    expect(audit.status).toBe(200);
+    const records = audit.body.records as Array<{ action: string; method: { type: string }; root_resource: { id: string }; details: { fields?: Array<{ name: string; value: string | null }> } }>;
+    const signIns = records.filter((record) => record.action === 'sign_in');
+    expect(signIns).toHaveLength(1);
+    expect(signIns[0]).toMatchObject({ method: { type: 'browser' }, root_resource: { id: member.userId } });
+    expect(signIns[0]!.details.fields).toContainEqual(expect.objectContaining({ name: 'single_sign_on', value: 'oidc: Okta' }));
+    const refused = records.filter((record) => record.action === 'sign_in_failed');
+    expect(refused).toHaveLength(1);
+    expect(refused[0]!.method.type).toBe('browser');
+  });
+
   test('SSO required: the page offers only the provider and the password form refuses the account\'s users', async () => {
     const member = await ssoAccount({ requireSso: true });
     const start = await openSignIn(fixture.database, fixture.serverSecret, base(), member.accountId);
