@@ -10,9 +10,8 @@ export const MAX_AUDIT_PAGE_SIZE = 100;
 export const DEFAULT_AUDIT_WINDOW_MS = 24 * 3_600_000;
 export const MAX_AUDIT_WINDOW_MS = 31 * 24 * 3_600_000;
 
-export interface AuditFilter {
-  since?: Date | null;
-  until?: Date | null;
+/** Which records, whatever their time: what a live stream of appended records can filter on. */
+export interface AuditMatch {
   /** Plural resource types, as the public API names them (`users`). */
   rootResourceTypes?: readonly string[] | null;
   actorType?: string | null;
@@ -20,6 +19,19 @@ export interface AuditFilter {
   methodType?: string | null;
   methodTruncatedToken?: string | null;
   actions?: readonly string[] | null;
+}
+
+export interface AuditFilter extends AuditMatch {
+  since?: Date | null;
+  until?: Date | null;
+}
+
+export interface AuditAppended {
+  records: PresentedAuditRecord[];
+  /** The position the next read continues after. */
+  through: number;
+  /** More records matched than were returned: read again from `through`. */
+  more: boolean;
 }
 
 export interface AuditPageRequest {
@@ -78,6 +90,38 @@ export function auditWindow(filter: Pick<AuditFilter, 'since' | 'until'>, now = 
 
 const RESOURCE_TYPE_PATTERN = /^[a-z][a-z_]{0,62}s$/;
 
+/** The filters of a read, past the window, as SQL conditions on audit_records; bad filters are refused here, before any read. */
+export function matchConditions(filter: AuditMatch): { conditions: string[]; params: unknown[] } {
+  if (filter.actorId && !filter.actorType) throw new MissingArgumentError('actor_id must be qualified by actor_type');
+  if (filter.methodTruncatedToken && !filter.methodType) throw new MissingArgumentError('method_truncated_token must be qualified by method_type');
+  const conditions: string[] = [];
+  const params: unknown[] = [];
+  if (filter.rootResourceTypes?.length) {
+    const bad = filter.rootResourceTypes.filter((type) => !RESOURCE_TYPE_PATTERN.test(type));
+    if (bad.length) throw new InvalidInputError('root_resource_types[] takes plural resource type names such as users');
+    conditions.push(`root_resource_type in (${filter.rootResourceTypes.map(() => '?').join(', ')})`);
+    params.push(...filter.rootResourceTypes.map((type) => type.slice(0, -1)));
+  }
+  if (filter.actorType) {
+    // Any of the record's actors: a user acting through a key is found by the user and by the key.
+    conditions.push(`body -> 'actors' @> ?::jsonb`);
+    params.push(JSON.stringify([{ type: filter.actorType, ...(filter.actorId ? { id: filter.actorId } : {}) }]));
+  }
+  if (filter.methodType) {
+    conditions.push('method_type = ?');
+    params.push(filter.methodType);
+  }
+  if (filter.methodTruncatedToken) {
+    conditions.push('method_truncated_token = ?');
+    params.push(filter.methodTruncatedToken);
+  }
+  if (filter.actions?.length) {
+    conditions.push(`action in (${filter.actions.map(() => '?').join(', ')})`);
+    params.push(...filter.actions);
+  }
+  return { conditions, params };
+}
+
 /** Audit records of the caller's account, newest first; who may read which is SPEC section 13. */
 export class AuditRecordsService {
   constructor(
@@ -88,34 +132,34 @@ export class AuditRecordsService {
 
   /** Every record of the account matching the filter (owners, admins, full-access account keys: declared on the schema). */
   list(filter: AuditFilter, page: AuditPageRequest): Promise<AuditPage> {
-    if (filter.actorId && !filter.actorType) throw new MissingArgumentError('actor_id must be qualified by actor_type');
-    if (filter.methodTruncatedToken && !filter.methodType) throw new MissingArgumentError('method_truncated_token must be qualified by method_type');
-    const conditions: string[] = [];
-    const params: unknown[] = [];
-    if (filter.rootResourceTypes?.length) {
-      const bad = filter.rootResourceTypes.filter((type) => !RESOURCE_TYPE_PATTERN.test(type));
-      if (bad.length) throw new InvalidInputError('root_resource_types[] takes plural resource type names such as users');
-      conditions.push(`root_resource_type in (${filter.rootResourceTypes.map(() => '?').join(', ')})`);
-      params.push(...filter.rootResourceTypes.map((type) => type.slice(0, -1)));
-    }
-    if (filter.actorType) {
-      // Any of the record's actors: a user acting through a key is found by the user and by the key.
-      conditions.push(`body -> 'actors' @> ?::jsonb`);
-      params.push(JSON.stringify([{ type: filter.actorType, ...(filter.actorId ? { id: filter.actorId } : {}) }]));
-    }
-    if (filter.methodType) {
-      conditions.push('method_type = ?');
-      params.push(filter.methodType);
-    }
-    if (filter.methodTruncatedToken) {
-      conditions.push('method_truncated_token = ?');
-      params.push(filter.methodTruncatedToken);
-    }
-    if (filter.actions?.length) {
-      conditions.push(`action in (${filter.actions.map(() => '?').join(', ')})`);
-      params.push(...filter.actions);
-    }
+    const { conditions, params } = matchConditions(filter);
     return this.page(auditWindow(filter), page, conditions, params);
+  }
+
+  /** Where the account's chain ends now: a stream of appended records starts after it. */
+  async lastPosition(): Promise<number> {
+    const [head] = await this.em.execute<Array<{ position: string | number }>>('select position from audit_chain_heads where account_id = ?', [this.principal.accountId]);
+    return head ? Number(head.position) : 0;
+  }
+
+  /**
+   * The records appended after `position` matching the filter, in chain order, at most `limit`;
+   * `through` is where the next call continues (past records the filter left out too). Positions
+   * are handed out under the chain head's lock and committed in their order, so every record up to
+   * the head read here has committed: a reader continuing from `through` neither skips nor repeats.
+   */
+  async appendedAfter(position: number, filter: AuditMatch, limit: number): Promise<AuditAppended> {
+    const { conditions, params } = matchConditions(filter);
+    const head = await this.lastPosition();
+    if (head <= position) return { records: [], through: position, more: false };
+    const where = ['account_id = ?', 'position > ?', 'position <= ?', ...conditions];
+    const rows = await this.em.execute<AuditRow[]>(
+      `select id, position, execution_time, action, body from audit_records where ${where.join(' and ')} order by position limit ?`,
+      [this.principal.accountId, position, head, ...params, limit + 1],
+    );
+    const records = rows.slice(0, limit).map((row) => presentAuditRow(row, this.urls));
+    const more = rows.length > limit;
+    return { records, through: more ? records.at(-1)!.position : head, more };
   }
 
   /** The records of changes made to one user (themself, or can_update_user); a deleted user's stay readable. */

@@ -1,5 +1,6 @@
 import type { Feature } from '../app/feature.js';
 import { AuditRecordResolver, UserAuditRecordsQueryResolver, UserAuditRecordsResolver } from './audit-record.resolver.js';
+import { AuditRecordAddedResolver } from './audit-record-added.resolver.js';
 import { auditRecordRoutes, auditRecordSchemas } from './audit-record.rest.js';
 import { auditTrailHook } from './audit-trail.hook.js';
 
@@ -7,7 +8,7 @@ export const auditFeature: Feature = {
   name: 'audit',
   // Plain SQL (audit_records, audit_chain_heads): records are appended by the write path's hook, never loaded as entities.
   entities: [],
-  resolvers: [AuditRecordResolver, UserAuditRecordsResolver, UserAuditRecordsQueryResolver],
+  resolvers: [AuditRecordResolver, UserAuditRecordsResolver, UserAuditRecordsQueryResolver, AuditRecordAddedResolver],
   routes: auditRecordRoutes,
   schemas: auditRecordSchemas,
   commitHooks: [auditTrailHook],

@@ -33,6 +33,11 @@ export interface ViewerAccessMessage {
 export interface LiveSession {
   /** Changes of one user of the connection's account (`resync` after the instance may have missed some). */
   userEvents(userId: string): AsyncIterable<LiveMessage>;
+  /**
+   * Every change of the connection's account (`resync` likewise). Ending it (`return`) releases it
+   * at once, even while a value is awaited: a subscription that wraps it can end it on unsubscribe.
+   */
+  accountEvents(): AsyncIterableIterator<LiveMessage>;
   /** The connection's own access taken away; the connection closes (4403) right after. */
   viewerAccessEvents(): AsyncIterable<ViewerAccessMessage>;
 }

@@ -31,7 +31,8 @@ export interface LiveConnectionSocket {
 export class LiveConnection {
   revoked = false;
   private readonly viewerStreams = new Set<EventStream<ViewerAccessMessage>>();
-  readonly userStreams = new Set<EventStream<LiveMessage>>();
+  /** The streams of change subscriptions (of a user, of the account). */
+  readonly changeStreams = new Set<EventStream<LiveMessage>>();
   expiryTimer?: NodeJS.Timeout;
   recheck?: Promise<void>;
   recheckAgain = false;
@@ -67,7 +68,7 @@ export class LiveConnection {
 
   end(): void {
     clearTimeout(this.expiryTimer);
-    for (const stream of [...this.viewerStreams, ...this.userStreams]) stream.end();
+    for (const stream of [...this.viewerStreams, ...this.changeStreams]) stream.end();
   }
 }
 
@@ -98,6 +99,7 @@ function revocationReason(change: LiveChange | undefined, expired: boolean): Acc
 export class LiveHub {
   private readonly connections = new Set<LiveConnection>();
   private readonly userTopics = new Map<string, Set<EventStream<LiveMessage>>>();
+  private readonly accountTopics = new Map<string, Set<EventStream<LiveMessage>>>();
   private readonly perCredential = new Map<string, number>();
 
   constructor(
@@ -131,33 +133,37 @@ export class LiveHub {
   /** The event streams a subscription of `connection` reads. */
   session(connection: LiveConnection): LiveSession {
     return {
-      userEvents: (userId) => {
-        const topic = `${connection.principal.accountId}:${userId}`;
-        const subscribers = this.userTopics.get(topic) ?? new Set();
-        this.userTopics.set(topic, subscribers);
-        const stream: EventStream<LiveMessage> = new EventStream<LiveMessage>(
-          MAX_BACKLOG_PER_SUBSCRIPTION,
-          (dropped) => {
-            liveEventsDropped.inc({ reason: 'overflow' }, dropped);
-            return { kind: 'resync' };
-          },
-          () => {
-            subscribers.delete(stream);
-            if (subscribers.size === 0) this.userTopics.delete(topic);
-            connection.userStreams.delete(stream);
-          },
-        );
-        subscribers.add(stream);
-        connection.userStreams.add(stream);
-        return stream;
-      },
+      userEvents: (userId) => this.topicStream(this.userTopics, `${connection.principal.accountId}:${userId}`, connection),
+      accountEvents: () => this.topicStream(this.accountTopics, connection.principal.accountId, connection),
       viewerAccessEvents: () => connection.viewerStream(),
     };
+  }
+
+  /** A stream of `topic` in `topics`, ended with the subscription or the connection. */
+  private topicStream(topics: Map<string, Set<EventStream<LiveMessage>>>, topic: string, connection: LiveConnection): EventStream<LiveMessage> {
+    const subscribers = topics.get(topic) ?? new Set();
+    topics.set(topic, subscribers);
+    const stream: EventStream<LiveMessage> = new EventStream<LiveMessage>(
+      MAX_BACKLOG_PER_SUBSCRIPTION,
+      (dropped) => {
+        liveEventsDropped.inc({ reason: 'overflow' }, dropped);
+        return { kind: 'resync' };
+      },
+      () => {
+        subscribers.delete(stream);
+        if (subscribers.size === 0) topics.delete(topic);
+        connection.changeStreams.delete(stream);
+      },
+    );
+    subscribers.add(stream);
+    connection.changeStreams.add(stream);
+    return stream;
   }
 
   /** Committed changes, from this instance or another. */
   publish(changes: readonly LiveChange[]): void {
     for (const change of changes) {
+      for (const stream of this.accountTopics.get(change.accountId) ?? []) stream.push({ kind: 'change', change });
       if (change.resourceType === 'user') {
         for (const stream of this.userTopics.get(`${change.accountId}:${change.resourceId}`) ?? []) stream.push({ kind: 'change', change });
       }
@@ -172,7 +178,7 @@ export class LiveHub {
 
   /** The listening connection was lost: whatever was announced meanwhile is unknown. Streams say `resync`; every credential is re-checked. */
   resync(): void {
-    for (const subscribers of this.userTopics.values()) for (const stream of subscribers) stream.push({ kind: 'resync' });
+    for (const topics of [this.userTopics, this.accountTopics]) for (const subscribers of topics.values()) for (const stream of subscribers) stream.push({ kind: 'resync' });
     for (const connection of this.connections) this.recheck(connection, undefined);
   }
 

@@ -87,10 +87,13 @@ postgresOnly('the listening connection lost and back (PostgreSQL)', () => {
       const { accessToken } = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: user.id, type: 'web', scopes: 'users.read' }));
       const watcher = await LiveTestClient.connect(app.httpServer, authorizationOf(account.key as { token: string }));
       watcher.subscribe('changes', 'subscription ($id: ID!) { userChanged(id: $id) { kind changedFields } }', { id: user.id });
+      watcher.subscribe('audit', 'subscription { auditRecordAdded { kind record { id action } } }');
       const session = await LiveTestClient.connect(app.httpServer, `Bearer ${accessToken}`);
       session.subscribe('revoked', 'subscription { viewerAccessRevoked { reason } }');
       await sleep(100);
 
+      const recordsNow = async () => (await h.graphql('{ auditRecords(first: 20) { edges { node { id action } } } }', undefined, account.key)).data.auditRecords.edges.map((edge: any) => edge.node).reverse();
+      const before = (await recordsNow()).length;
       proxy.cut();
       await sleep(200);
       // While this instance cannot hear: a change and a sign-out, through the other instance's pool.
@@ -100,11 +103,20 @@ postgresOnly('the listening connection lost and back (PostgreSQL)', () => {
       expect((await rest.delete(`/oauth_delegations?user_id=${user.id}&type=web`).set(v2)).status).toBe(200);
       await sleep(300);
       expect(watcher.events('changes')).toEqual([]);
+      expect(watcher.events('audit')).toEqual([]);
       expect(session.socket.readyState).toBe(session.socket.OPEN);
 
       proxy.restore();
       const resync = await watcher.waitFor((message) => message.id === 'changes' && message.type === 'next', 8_000);
       expect(resync.payload.data.userChanged).toEqual({ kind: 'RESYNC', changedFields: [] });
+      // The audit stream says RESYNC too, then delivers the records appended while it could not hear, in order.
+      const missed = (await recordsNow()).slice(before);
+      expect(missed.map((record: { action: string }) => record.action)).toContain('update');
+      await watcher.waitFor(() => watcher.events('audit').length >= missed.length + 1, 3_000);
+      expect(watcher.events('audit').map((message) => message.payload.data.auditRecordAdded)).toEqual([
+        { kind: 'RESYNC', record: null },
+        ...missed.map((record: { id: string; action: string }) => ({ kind: 'ADDED', record })),
+      ]);
       const revoked = await session.waitFor((message) => message.id === 'revoked' && message.type === 'next', 3_000);
       expect(revoked.payload.data.viewerAccessRevoked.reason).toBe('CREDENTIAL_REVOKED');
       expect((await session.closed).code).toBe(4403);

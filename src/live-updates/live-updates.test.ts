@@ -1,14 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import supertest from 'supertest';
-import { createApp, type App } from '../app/app.js';
-import { allCommitHooks, allEntities } from '../app/features.js';
-import { createRateLimiter } from '../auth/rate-limit.js';
-import { openDatabase, type Database } from '../db/database.js';
-import { createLogger } from '../logging/logger.js';
+import type { App } from '../app/app.js';
 import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
 import { metricsRegistry } from '../observability/metrics.js';
-import { startHarness, TEST_SETTINGS, type Harness } from '../../test/support/harness.js';
+import type { Harness } from '../../test/support/harness.js';
 import { authorizationOf, LiveTestClient, sleep } from '../../test/support/live-client.js';
+import { startTwoInstances, type TwoInstances } from '../../test/support/two-instances.js';
 
 const LIMITS = { maxConnectionsPerCredential: 3, maxSubscriptionsPerConnection: 60, maxBufferedBytes: 16_384, keepAliveMs: 60_000 };
 const V2 = { Accept: 'application/vnd.pagerduty+json;version=2' };
@@ -16,15 +12,10 @@ const V2 = { Accept: 'application/vnd.pagerduty+json;version=2' };
 const VIEWER_REVOKED = 'subscription { viewerAccessRevoked { reason occurredAt } }';
 const USER_CHANGED = 'subscription ($id: ID!) { userChanged(id: $id) { kind userId changedFields user { id name jobTitle } } }';
 
+let instances: TwoInstances;
 let a: Harness;
-let bDatabase: Database;
 let b: App;
-let bRest: ReturnType<typeof supertest>;
-let bStopped = false;
-
-async function listen(server: import('node:http').Server): Promise<void> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-}
+let bRest: TwoInstances['bRest'];
 
 async function bearer(userId: string, type: 'web' | 'mobile', scopes = 'users.read', expiresInSeconds?: number): Promise<string> {
   const { accessToken } = await a.database.transactions.run(a.database.em(), (tx) => issueDelegation(tx, { userId, type, scopes, expiresInSeconds }));
@@ -37,23 +28,11 @@ const gauge = async (name: string, labels: Record<string, string> = {}) =>
     .reduce((sum, value) => sum + value.value, 0);
 
 beforeAll(async () => {
-  a = await startHarness({ liveUpdates: LIMITS });
-  await listen(a.httpServer);
-  // Instance B: its own pool and listening connection on the same PostgreSQL database (or, embedded, the same PGlite).
-  bDatabase = a.database.url
-    ? await openDatabase({ databaseUrl: a.database.url, dataDir: undefined, entities: allEntities(), commitHooks: allCommitHooks(), poolMax: 3 })
-    : a.database;
-  const logger = createLogger({ logLevel: 'silent' });
-  b = await createApp({ settings: TEST_SETTINGS, database: bDatabase, logger, serverSecret: a.runtime.serverSecret, rateLimiter: createRateLimiter({ perMinute: 1_000_000, logger }), liveUpdates: LIMITS });
-  await listen(b.httpServer);
-  bRest = supertest(b.app);
+  instances = await startTwoInstances(LIMITS);
+  ({ a, b, bRest } = instances);
 });
 
-afterAll(async () => {
-  if (!bStopped) await b.stop(1_000);
-  if (bDatabase !== a.database) await bDatabase.close();
-  await a.close();
-});
+afterAll(async () => instances.close());
 
 describe('across instances', () => {
   test('a sign-out through B: the web session subscribed on A gets viewerAccessRevoked, then its socket closes 4403 within a second', async () => {
@@ -286,9 +265,8 @@ describe('bounds', () => {
     expect(client.socket.readyState).toBe(client.socket.OPEN);
     const refused = await LiveTestClient.open(b.httpServer, authorizationOf(account.key as { token: string })).catch((error: Error) => error);
     expect(refused).toBeInstanceOf(Error);
-    const stopping = b.stop(2_000);
+    const stopping = instances.stopB(2_000);
     expect((await client.closed).code).toBe(1001);
     await stopping;
-    bStopped = true;
   });
 });

@@ -36,6 +36,12 @@ export type AccessRevocationReason =
   /** The credential's user was suspended. */
   | 'USER_SUSPENDED';
 
+export type AuditRecordAddedKind =
+  /** A record was appended (`record`). */
+  | 'ADDED'
+  /** The server lost its event feed for a while: the records appended meanwhile follow as ADDED events, but anything else derived from the stream should be read again. */
+  | 'RESYNC';
+
 /** Which records: a window of at most 31 days (default the last 24 hours) and optional filters. */
 export type AuditRecordFilter = {
   /** e.g. create, update, delete, revoke. */
