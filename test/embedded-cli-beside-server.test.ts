@@ -22,6 +22,7 @@ function accessctl(dataDir: string, ...args: string[]): Promise<{ code: number; 
   const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_OPTIONS: '' };
   delete env.DATABASE_URL;
   delete env.DATABASE_POOLER;
+  delete env.DATABASE_LISTEN_URL;
   return new Promise((resolve) => {
     execFile(process.execPath, ['--import', './test/support/ts-loader.mjs', 'src/cli/accessctl.ts', ...args], { cwd: repository, env, timeout: 60_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });

@@ -115,15 +115,19 @@ export async function purgeAuditRecords(em: EntityManager, transactions: Transac
   );
   let purged = 0;
   for (const { account_id: accountId } of accounts) {
+    // A run purges only what existed when it began: its own purge records are never its prey, so it
+    // ends even when the cutoff is in the future (a retention of 0 days) and each run is bounded.
+    const [{ newest } = { newest: null }] = await em.execute<{ newest: string | number | null }[]>('select max(position) as newest from audit_records where account_id = ?', [accountId]);
+    if (newest === null) continue;
     for (;;) {
       const removed = await transactions.run(em, async (tx) => {
         await lockChainHead(tx, accountId);
         // Position order is time order in a chain: the expired records are a prefix of it.
         const [last] = await tx.execute<{ position: string | number; hash: string }[]>(
-          `select position, hash from audit_records where account_id = ? and execution_time < ?
+          `select position, hash from audit_records where account_id = ? and execution_time < ? and position <= ?
             and position <= (select min(position) from audit_records where account_id = ?) + ? - 1
             order by position desc limit 1`,
-          [accountId, cutoff, accountId, batch],
+          [accountId, cutoff, newest, accountId, batch],
         );
         if (!last) return 0;
         await tx.execute(`set local audit.purging = 'on'`);
