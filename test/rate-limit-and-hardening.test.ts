@@ -58,9 +58,12 @@ describe('rate limits shared through Redis', () => {
 
   withRedis('two app instances draw on one budget', async () => {
     const keyPrefix = `aag-test-${randomUUID()}`;
-    const h = await startHarness({ rateLimiter: (logger) => createRateLimiter({ perMinute: 4, redisUrl, keyPrefix, logger }) });
+    // What is shown is the shared budget, not the command timeout (test/redis-outage.test.ts covers that):
+    // a generous timeout keeps a busy CI machine from answering with the per-instance insurance limiter.
+    const redisCommandTimeoutMs = 2_000;
+    const h = await startHarness({ rateLimiter: (logger) => createRateLimiter({ perMinute: 4, redisUrl, keyPrefix, logger, redisCommandTimeoutMs }) });
     const logger = createLogger({ logLevel: 'silent' });
-    const secondLimiter = createRateLimiter({ perMinute: 4, redisUrl, keyPrefix, logger });
+    const secondLimiter = createRateLimiter({ perMinute: 4, redisUrl, keyPrefix, logger, redisCommandTimeoutMs });
     const second = await createApp({ settings: TEST_SETTINGS, database: h.database, logger, serverSecret: randomBytes(32), rateLimiter: secondLimiter });
     try {
       const account = await h.createAccount();
