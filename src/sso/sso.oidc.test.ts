@@ -232,5 +232,11 @@ describe('OIDC sign-in through the company identity provider', () => {
     expect(page.page.html).not.toContain('Sign in with');
     expect(page.page.html).toContain('name="password"');
     await expect(configureSsoCommand.run(fixture.database, { account: member.accountId, json: true }, io())).rejects.toThrow(/--oidc-issuer|--saml-metadata/);
+
+    // Configuring and disabling are access changes of the account: both recorded, the secret nowhere.
+    const audit = await api(fixture.instances[0]!, 'GET', '/audit/records?limit=100&root_resource_types[]=sso_configurations', `Token token=${member.ownerKey}`);
+    expect(audit.status).toBe(200);
+    expect((audit.body.records as Array<{ action: string }>).map((record) => record.action)).toEqual(['delete', 'create']);
+    expect(JSON.stringify(audit.body)).not.toContain(CLIENT_A.clientSecret);
   });
 });

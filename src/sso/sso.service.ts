@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/sql';
+import { recordChange } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { Sealer } from '../oauth-server/sealing.js';
@@ -97,6 +98,19 @@ export class SsoService {
         updatedAt: new Date(),
       } satisfies Partial<SsoConfiguration>);
       await tx.persist(configuration).flush();
+      // Who may sign in, and how, changed: recorded like any access change (never the secret, only that one is stored).
+      recordChange(tx, {
+        accountId: input.accountId,
+        action: existing ? 'update' : 'create',
+        resource: { type: 'sso_configuration', id: input.accountId, summary: displayName },
+        fields: [
+          { name: 'protocol', value: configuration.protocol },
+          { name: 'issuer', value: oidc?.issuer ?? saml!.entityId },
+          { name: 'require_sso', value: input.requireSso },
+          { name: 'jit', value: input.jit },
+          { name: 'client_secret_stored', value: Boolean(oidc?.secret) },
+        ],
+      });
       return configuration;
     }, 'sso.configure');
   }
@@ -124,6 +138,7 @@ export class SsoService {
     return this.transactions.run(this.em, async (tx) => {
       const removed = await tx.nativeDelete(SsoConfiguration, { accountId });
       await tx.execute('delete from sso_round_trips where account_id = ?', [accountId]);
+      if (removed > 0) recordChange(tx, { accountId, action: 'delete', resource: { type: 'sso_configuration', id: accountId } });
       return removed > 0;
     }, 'sso.disable');
   }
