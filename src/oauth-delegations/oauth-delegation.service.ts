@@ -109,13 +109,17 @@ async function revokeIssued(
   scope: { accountId: string; userId: string; types?: readonly DelegationType[]; ids?: readonly string[]; exceptId?: string },
   by: { principal?: Principal; at: Date; reason: RevocationReason },
 ): Promise<number> {
+  if (scope.ids?.length === 0) return 0;
   const types = scope.types ? [...scope.types] : undefined;
   const conditions = ['account_id = ?', 'user_id = ?', "status = 'issued'"];
   const params: unknown[] = [scope.accountId, scope.userId];
-  if (types) conditions.push(`delegation_type in (${types.map(() => '?').join(', ')})`), params.push(...types);
-  if (scope.ids) conditions.push(`id in (${scope.ids.map(() => '?').join(', ')})`), params.push(...scope.ids);
-  if (scope.exceptId) conditions.push('id <> ?'), params.push(scope.exceptId);
-  if (scope.ids?.length === 0) return 0;
+  const where = (condition: string, ...values: unknown[]) => {
+    conditions.push(condition);
+    params.push(...values);
+  };
+  if (types) where(`delegation_type in (${types.map(() => '?').join(', ')})`, ...types);
+  if (scope.ids) where(`id in (${scope.ids.map(() => '?').join(', ')})`, ...scope.ids);
+  if (scope.exceptId) where('id <> ?', scope.exceptId);
   const rows = await em.execute<{ id: string }[]>(
     `update oauth_delegations set status = 'revoked', revoked_at = ?, revoked_by_kind = ?, revoked_by_credential_id = ?, revocation_reason = ?
       where ${conditions.join(' and ')}
