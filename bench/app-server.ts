@@ -1,9 +1,12 @@
-// The service under benchmark, started as a child process by bench/run.ts: the full stack
-// (createApp: request id, CORS, access log, authentication, rate limit, envelope, GraphQL
-// execution) on the benchmark database. The access log is written (to /dev/null) like in
-// production, at level info. With BENCH_COUNT_STATEMENTS=1 it counts the SQL statements it runs.
-// BENCH_DATABASE_POOLER and BENCH_REPLICA_URLS (bench/scale-out.ts) set DATABASE_POOLER and
-// DATABASE_REPLICA_URLS as the server reads them.
+// Not what is deployed: a composition of createApp for what the deployed entry point cannot do.
+// Timed runs use dist/src/main.js (bench/servers.ts startService); this process serves only
+// - statement counting per request (BENCH_COUNT_STATEMENTS=1, bench/run.ts's SQL-per-request column):
+//   it needs a hook on every statement and a reset between requests, over IPC;
+// - bench/audit.ts's with/without audit trail comparison (BENCH_AUDIT_TRAIL=off drops the hook,
+//   which no setting of the service does);
+// - heap snapshots on request (BENCH_HEAP_SNAPSHOT_DIR, diagnosis only) and bench/live.ts.
+// Same stack otherwise (request id, CORS, access log at info into /dev/null, authentication, rate
+// limit, envelope, GraphQL execution) on the benchmark database.
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -14,7 +17,6 @@ import { createApp } from '../src/app/app.js';
 import { openDatabase } from '../src/db/database.js';
 import { createLogger } from '../src/logging/logger.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
-import type { DatabasePooler } from '../src/db/pooler.js';
 import { DEFAULT_LIVE_LIMITS } from '../src/live-updates/live-socket-server.js';
 import { BENCH_URLS } from './settings.js';
 import { AUDIT_TRAIL_HOOK } from '../src/audit/audit-trail.hook.js';
@@ -28,10 +30,6 @@ const database = await openDatabase({
   // BENCH_AUDIT_TRAIL=off (bench/audit.ts only): the same service without the audit trail's hook, to measure what the trail costs a write.
   commitHooks: allCommitHooks().filter((hook) => process.env.BENCH_AUDIT_TRAIL !== 'off' || hook.name !== AUDIT_TRAIL_HOOK),
   poolMax: 10,
-  pooler: (process.env.BENCH_DATABASE_POOLER ?? 'none') as DatabasePooler,
-  // Live updates LISTEN on a direct connection: a transaction pooler cannot carry a session's LISTEN.
-  listenUrl: process.env.BENCH_LISTEN_URL,
-  replicaUrls: (process.env.BENCH_REPLICA_URLS ?? '').split(',').filter(Boolean),
   ...(counting ? { onQuery: () => void statements++ } : {}),
 });
 const logger = createLogger({ logLevel: 'info' }, destination({ dest: '/dev/null', sync: false }));

@@ -1,7 +1,9 @@
 // `DATABASE_URL=postgres://... npm run bench` (see docs/BENCHMARKS.md). For each size in BENCH_SIZES
 // (default 10,000 and 1,000,000 users) it seeds the database `aag_bench_<size>` on that server,
-// starts the service (bench/app-server.ts) and the hand-written baseline (bench/baseline-server.ts)
-// as child processes, checks that both answer the same bytes, counts SQL statements per request,
+// starts the service as deployed (dist/src/main.js, NODE_ENV=production, configured through the
+// environment; bench/servers.ts startService) and the hand-written baseline (bench/baseline-server.ts)
+// as child processes, checks that both answer the same bytes, counts SQL statements per request
+// (on a separate bench/app-server.ts instance, which can count them),
 // then drives each scenario with autocannon from its own process in alternating rounds. Writes are
 // timed one request at a time (their state is reset between requests). Markdown on stdout.
 import 'reflect-metadata';
@@ -15,7 +17,7 @@ import { AccountsService } from '../src/accounts/accounts.service.js';
 import { seedCommand } from '../src/cli/commands/seed.command.js';
 import { useIndexedSearch, userListStatements } from '../src/users/user.reads.js';
 import { readPath } from '../src/db/read-path.js';
-import { call, load, log, median, startServer, type LoadResult, type Scenario, type Server, type Stats } from './servers.js';
+import { call, load, log, median, startServer, startService, syscallsPerRequest, type LoadResult, type Scenario, type Server, type Stats, type SyscallCount } from './servers.js';
 import { scaleOutReport, scaleOutSettings } from './scale-out.js';
 import { ProvisioningTokensService } from '../src/scim/provisioning-tokens.service.js';
 
@@ -32,6 +34,13 @@ const writeIterations = Number(process.env.BENCH_WRITE_ITERATIONS ?? 30);
 /** The SCIM first sync: this many users created one POST at a time over BENCH_SYNC_CONNECTIONS connections, through SCIM and through REST. */
 const syncUsers = Number(process.env.BENCH_SYNC_USERS ?? 10_000);
 const syncConnections = Number(process.env.BENCH_SYNC_CONNECTIONS ?? 4);
+/**
+ * BENCH_SYSCALLS=1: per scenario and side, `strace -c -f` on the server around BENCH_SYSCALL_REQUESTS
+ * requests (default 2,000 over the load's connections; writes: 100 one at a time), not timed.
+ */
+const syscalls = process.env.BENCH_SYSCALLS === '1';
+const syscallRequests = Number(process.env.BENCH_SYSCALL_REQUESTS ?? 2_000);
+const syscallWriteRequests = Math.min(100, syscallRequests);
 /** Only the scenarios whose name contains this (profiling one request kind). */
 const only = process.env.BENCH_ONLY;
 /** Keep an already seeded database of the right size (development); the default seeds afresh. */
@@ -190,6 +199,9 @@ const searchP50 = new Map<string, Map<string, number>>();
 const plans: string[] = [];
 const memory: string[] = [];
 const memoryTrace: string[] = [];
+const syscallRows: string[] = [];
+const syscallRow = (size: string, scenario: string, side: string, count: SyscallCount) =>
+  `| ${size} | ${scenario} | ${side} | ${fixed(count.perRequest, 1)} | ${count.top.map((call) => `${call.name} ${fixed(call.perRequest, 2)}`).join(', ')} |`;
 const startedAt = new Date();
 output.push(`Run started ${startedAt.toISOString()}; ${os.cpus().length} cores; load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}; Node ${process.version}; `
   + `${connections} connections, ${seconds} s per round, ${rounds} alternating rounds, ${writeIterations} timed requests per write scenario.`);
@@ -199,7 +211,8 @@ for (const size of sizes) {
   const sizeLabel = label(size);
   log(`${sizeLabel}: ${prepared.seedSeconds === null ? 'reusing seeded database' : `seeded in ${prepared.seedSeconds.toFixed(0)} s`}`);
   if (prepared.seedSeconds !== null) output.push(`${sizeLabel}: seeded ${size.toLocaleString('en')} users in ${prepared.seedSeconds.toFixed(0)} s.`);
-  const app = await startServer('app-server.js', prepared.databaseUrl);
+  // Heap snapshots need the bench composition (IPC); every other run times the service as deployed.
+  const app = snapshots ? await startServer('app-server.js', prepared.databaseUrl) : await startService(prepared.databaseUrl);
   const baseline = await startServer('baseline-server.js', prepared.databaseUrl);
   const counter = await startServer('app-server.js', prepared.databaseUrl, { BENCH_COUNT_STATEMENTS: '1' });
   const { apiKey } = prepared;
@@ -246,6 +259,13 @@ for (const size of sizes) {
     }
     const appStatements = await statementsPerRequest(counter, credential, scenario.method, scenario.path, scenario.body);
     const baselineStatements = scenario.baseline ? await statementsPerRequest(baseline, credential, scenario.method, scenario.path, scenario.body) : undefined;
+    if (syscalls) {
+      for (const [side, server] of scenario.baseline ? ([['service', app], ['baseline', baseline]] as const) : ([['service', app]] as const)) {
+        const count = await syscallsPerRequest(server, syscallRequests, () => load(server, scenario, apiKey, { connections, amount: syscallRequests }));
+        syscallRows.push(syscallRow(sizeLabel, scenario.name, side, count));
+        log(`${sizeLabel} ${scenario.name}: ${side} ${fixed(count.perRequest, 1)} system calls per request`);
+      }
+    }
     const appRuns: LoadResult[] = [];
     const baselineRuns: LoadResult[] = [];
     for (let round = 0; round < rounds; round++) {
@@ -314,6 +334,17 @@ for (const size of sizes) {
     let iteration = 1;
     const appStatements = await statementsPerRequest(counter, apiKey, write.method, write.path, () => write.body(iteration++), write.before);
     const baselineStatements = await statementsPerRequest(baseline, apiKey, write.method, write.path, () => write.body(iteration++), write.before);
+    if (syscalls) {
+      for (const [side, server] of [['service', app], ['baseline', baseline]] as const) {
+        const count = await syscallsPerRequest(server, syscallWriteRequests, async () => {
+          for (let i = 0; i < syscallWriteRequests; i++) {
+            await write.before();
+            await call(server, apiKey, write.method, write.path, write.body(iteration++));
+          }
+        });
+        syscallRows.push(syscallRow(sizeLabel, `${write.name} [1 connection]`, side, count));
+      }
+    }
     const times: Record<'app' | 'baseline', number[]> = { app: [], baseline: [] };
     log(`${sizeLabel} ${write.name}: ${writeIterations} requests each`);
     for (let i = 0; i < writeIterations; i++) {
@@ -372,6 +403,10 @@ if (sizes.length > 1) {
     const b = bySize.get(large)!;
     output.push(`| ${name} | ${fixed(a, 1)} | ${fixed(b, 1)} | ${fixed(b / Math.max(a, 0.5), 2)}x | ${firstPage ? `${fixed(a / Math.max(firstPage, 0.5), 2)}x` : ''} |`);
   }
+}
+if (syscallRows.length) {
+  output.push('', `System calls per request (strace -c -f on the server process, every thread; ${syscallRequests.toLocaleString('en')} requests over ${connections} connections per read scenario, ${syscallWriteRequests} one at a time per write; not timed):`, '',
+    '| users | scenario | side | system calls per request | most frequent, per request |', '|---|---|---|---|---|', ...syscallRows);
 }
 if (syncRows.length) {
   output.push('', '| users | first sync (POSTs over connections) | SCIM users/s | REST POST /users users/s | REST / SCIM | failures (SCIM / REST) |', '|---|---|---|---|---|---|', ...syncRows);

@@ -26,7 +26,7 @@ import { bootstrapAccount } from '../src/accounts/bootstrap.js';
 import { AccountsService } from '../src/accounts/accounts.service.js';
 import { seedCommand } from '../src/cli/commands/seed.command.js';
 import { userListStatements } from '../src/users/user.reads.js';
-import { call, load, log, median, startServer, type LoadResult, type Scenario, type Server } from './servers.js';
+import { call, load, log, median, startService, type LoadResult, type Scenario, type Server } from './servers.js';
 
 const DATABASE = 'aag_bench_scale';
 const WRITE_LOAD_ROWS = 10_000;
@@ -183,8 +183,8 @@ export async function scaleOutReport(settings: Settings): Promise<string[]> {
   const header = (a: string, b: string) => [`| scenario | ${a} req/s | p50 ms | p99 ms | ${b} req/s | p50 ms | p99 ms | ${b} / ${a} | failures |`, '|---|---|---|---|---|---|---|---|---|'];
 
   if (settings.pgbouncerUrl) {
-    const direct = await startServer('app-server.js', withDatabase(settings.primaryUrl));
-    const pooled = await startServer('app-server.js', withDatabase(settings.pgbouncerUrl), { BENCH_DATABASE_POOLER: 'pgbouncer-transaction', BENCH_LISTEN_URL: withDatabase(settings.primaryUrl) });
+    const direct = await startService(withDatabase(settings.primaryUrl));
+    const pooled = await startService(withDatabase(settings.pgbouncerUrl), { DATABASE_POOLER: 'pgbouncer-transaction', DATABASE_LISTEN_URL: withDatabase(settings.primaryUrl) });
     try {
       const results = await compare(settings, { a: direct, b: pooled }, scenarios, apiKey);
       output.push('', '#### PgBouncer (pool_mode = transaction) vs direct', '', ...header('direct', 'PgBouncer'), ...results.map((r) => row(r.scenario.name, r.a, r.b)));
@@ -196,8 +196,8 @@ export async function scaleOutReport(settings: Settings): Promise<string[]> {
   if (settings.replicaUrl) {
     const replicaDatabase = withDatabase(settings.replicaUrl);
     await replicaCaughtUp(settings.primaryUrl, replicaDatabase);
-    const alone = await startServer('app-server.js', withDatabase(settings.primaryUrl));
-    const replicated = await startServer('app-server.js', withDatabase(settings.primaryUrl), { BENCH_REPLICA_URLS: replicaDatabase });
+    const alone = await startService(withDatabase(settings.primaryUrl));
+    const replicated = await startService(withDatabase(settings.primaryUrl), { DATABASE_REPLICA_URLS: replicaDatabase });
     const idle = { primary: await listingStatementMs(withDatabase(settings.primaryUrl), accountId), replica: await listingStatementMs(replicaDatabase, accountId) };
     const writeLoad = startWriteLoad(settings);
     try {

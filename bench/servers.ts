@@ -1,21 +1,30 @@
 // What bench/run.ts and bench/scale-out.ts share: the servers under test as child processes, and
-// autocannon driving one scenario against one of them.
-import { execFile, fork, type ChildProcess } from 'node:child_process';
+// autocannon driving one scenario against one of them. The service under timing is started as
+// deployed (startService: dist/src/main.js, configuration from the environment only); the
+// bench-only processes (bench/app-server.ts for statement counting, the baseline) answer over IPC.
+import { execFile, fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { BENCH_URLS } from './settings.js';
 
 export const log = (message: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 export const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 
 /** The service runs with the Node flags `npm start` gives it (package.json `config.serverNodeFlags`), so its heap is measured as deployed. */
 const serverNodeFlags = (JSON.parse(readFileSync(here('../../package.json'), 'utf8')) as { config: { serverNodeFlags: string } }).config.serverNodeFlags.split(' ').filter(Boolean);
+/** BENCH_PROFILE_DIR: the service writes a V8 CPU profile there when it stops (node --cpu-prof). */
+const profileFlags = () => (process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []);
 
 export interface Stats {
   statements: number;
   rss: number;
-  memory?: NodeJS.MemoryUsage;
+  memory?: Partial<NodeJS.MemoryUsage>;
   heap?: { malloced_memory: number };
   young?: number;
 }
@@ -23,12 +32,13 @@ export interface Stats {
 export interface Server {
   process: ChildProcess;
   base: string;
+  /** `reset` and statement counts only from bench/app-server.ts and the baseline (IPC); `stats` and `stop` from every server. */
   request(kind: 'stats' | 'reset' | 'stop' | 'snapshot', label?: string): Promise<Stats>;
 }
 
+/** A bench-only process answering over IPC: bench/app-server.ts (a composition of createApp) or bench/baseline-server.ts. */
 export async function startServer(script: string, databaseUrl: string, env: Record<string, string> = {}): Promise<Server> {
-  // BENCH_PROFILE_DIR: the service writes a V8 CPU profile there when it stops (node --cpu-prof).
-  const profile = script === 'app-server.js' && process.env.BENCH_PROFILE_DIR && !env.BENCH_COUNT_STATEMENTS ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+  const profile = script === 'app-server.js' && !env.BENCH_COUNT_STATEMENTS ? profileFlags() : [];
   // NODE_ENV=production as deployed (README, configuration): graphql-js, for one, skips its development-mode checks then.
   const mode = script === 'app-server.js' ? { NODE_ENV: 'production' } : {};
   const child = fork(here(script), [], { env: { ...process.env, ...mode, ...env, BENCH_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: script === 'app-server.js' ? [...serverNodeFlags, ...profile] : profile });
@@ -41,6 +51,99 @@ export async function startServer(script: string, databaseUrl: string, env: Reco
       child.send({ kind, label });
       if (kind === 'stop') await once(child, 'exit');
       return reply ? ((await reply)[0] as Stats) : { statements: 0, rss: 0 };
+    },
+  };
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const probe = net.createServer().once('error', reject).listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+
+/** Resident set size of a process, from outside (`VmRSS` in /proc/<pid>/status), in bytes. */
+export function residentBytes(pid: number): number {
+  const kilobytes = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return kilobytes ? Number(kilobytes) * 1024 : 0;
+}
+
+/** The figures of prom-client's default metrics that the memory tables show. */
+function memoryFromMetrics(text: string): Pick<Stats, 'memory' | 'young'> {
+  const value = (pattern: RegExp) => {
+    const match = pattern.exec(text);
+    return match ? Number(match[1]) : undefined;
+  };
+  return {
+    memory: {
+      heapTotal: value(/^nodejs_heap_size_total_bytes (\S+)$/m),
+      heapUsed: value(/^nodejs_heap_size_used_bytes (\S+)$/m),
+      external: value(/^nodejs_external_memory_bytes (\S+)$/m),
+    },
+    young: value(/^nodejs_heap_space_size_total_bytes\{space="new"\} (\S+)$/m),
+  };
+}
+
+/**
+ * The service as deployed: `node <config.serverNodeFlags> dist/src/main.js`, NODE_ENV=production,
+ * configured through the environment only (nothing inherited from the bench's own environment but
+ * PATH), the access log at info on stdout into /dev/null. Its memory is read from outside
+ * (/proc and `GET /metrics`), and it stops on SIGTERM like under an orchestrator.
+ * `env` adds settings (DATABASE_POOLER, DATABASE_REPLICA_URLS, ...).
+ */
+export async function startService(databaseUrl: string, env: Record<string, string> = {}): Promise<Server> {
+  const port = await freePort();
+  const metricsToken = randomBytes(24).toString('hex');
+  const settings: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    NODE_ENV: 'production',
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    LOG_LEVEL: 'info',
+    SECRET_KEY: randomBytes(32).toString('hex'),
+    METRICS_TOKEN: metricsToken,
+    // The highest budget the configuration takes (per credential and minute): the limiter still runs on every request, and never refuses one here.
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    // `self` and `html_url` as the baseline writes them, so the bodies stay byte-identical.
+    PUBLIC_API_URL: BENCH_URLS.api,
+    PUBLIC_WEB_URL: BENCH_URLS.web,
+    PUBLIC_FEED_URL: BENCH_URLS.feed,
+    // bench/live.ts-like loads open many connections with one key.
+    LIVE_MAX_CONNECTIONS_PER_CREDENTIAL: '10000',
+    LIVE_MAX_SUBSCRIPTIONS_PER_CONNECTION: '1000',
+    // No load balancer to drain: stop as soon as the accepted requests are answered.
+    SHUTDOWN_DRAIN_MS: '0',
+    SHUTDOWN_GRACE_MS: '5000',
+    ...env,
+  };
+  const child = spawn(process.execPath, [...serverNodeFlags, ...profileFlags(), here('../src/main.js')], { env: settings, stdio: ['ignore', 'ignore', 'inherit'] });
+  const exited = once(child, 'exit');
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode} before answering (its stderr is above)`);
+    if (Date.now() > deadline) throw new Error('the service did not answer /healthz within 60 s');
+    const healthy = await fetch(`${base}/healthz`).then((response) => response.ok, () => false);
+    if (healthy) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const pid = child.pid!;
+  return {
+    process: child,
+    base,
+    async request(kind) {
+      if (kind === 'stop') {
+        child.kill('SIGTERM');
+        const [code] = (await exited) as [number | null];
+        if (code !== 0) log(`the service stopped with exit code ${code}`);
+        return { statements: 0, rss: 0 };
+      }
+      if (kind === 'stats') {
+        const metrics = await fetch(`${base}/metrics`, { headers: { Authorization: `Bearer ${metricsToken}` } }).then((response) => response.text());
+        return { statements: 0, rss: residentBytes(pid), ...memoryFromMetrics(metrics) };
+      }
+      throw new Error(`the deployed service has no "${kind}": statement counts and heap snapshots come from bench/app-server.ts`);
     },
   };
 }
@@ -59,16 +162,60 @@ export interface Scenario {
 
 const acceptFor = (path: string) => (path === '/graphql' ? 'application/json' : path.startsWith('/scim/') ? 'application/scim+json' : 'application/vnd.pagerduty+json;version=2');
 
-export async function load(server: Server, scenario: Scenario, apiKey: string, { connections, seconds }: { connections: number; seconds: number }): Promise<LoadResult> {
-  const args = [here('../../node_modules/autocannon/autocannon.js'), '--json', '-c', String(connections), '-d', String(seconds), '-m', scenario.method];
+function autocannonArguments(server: Server, scenario: Scenario, apiKey: string, connections: number): string[] {
+  const args = [here('../../node_modules/autocannon/autocannon.js'), '--json', '-c', String(connections), '-m', scenario.method];
   const headers: Record<string, string> = { Authorization: scenario.authorization ?? `Token token=${apiKey}`, 'Content-Type': 'application/json' };
   headers.Accept = acceptFor(scenario.path);
   for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}=${value}`);
   if (scenario.body) args.push('-b', scenario.body);
   args.push(`${server.base}${scenario.path}`);
+  return args;
+}
+
+/** Drives a scenario for `seconds`, or (`amount`) for exactly that many requests. */
+export async function load(server: Server, scenario: Scenario, apiKey: string, { connections, seconds, amount }: { connections: number; seconds?: number; amount?: number }): Promise<LoadResult> {
+  const args = autocannonArguments(server, scenario, apiKey, connections);
+  args.splice(1, 0, ...(amount ? ['-a', String(amount)] : ['-d', String(seconds ?? 5)]));
   const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 });
   const result = JSON.parse(stdout) as { requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures: result.non2xx + result.errors };
+}
+
+export interface SyscallCount {
+  /** System calls of the whole process (every thread) per request. */
+  perRequest: number;
+  /** The most frequent calls, per request, most frequent first. */
+  top: Array<{ name: string; perRequest: number }>;
+}
+
+/**
+ * System calls a server makes per request: `strace -c -f -p <pid>` (every thread, libuv's pool
+ * and V8's included) attached around `send`, which makes `requests` requests. Not timed: strace
+ * slows every call down, so only the counts mean anything.
+ */
+export async function syscallsPerRequest(server: Server, requests: number, send: () => Promise<unknown>): Promise<SyscallCount> {
+  const summary = path.join(mkdtempSync(path.join(os.tmpdir(), 'aag-strace-')), 'summary.txt');
+  const tracer = spawn(process.env.BENCH_STRACE ?? '/usr/bin/strace', ['-c', '-f', '-o', summary, '-p', String(server.process.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let messages = '';
+  tracer.stderr!.on('data', (chunk: Buffer) => (messages += chunk.toString()));
+  const ended = once(tracer, 'exit');
+  // Attached once strace has reported its first thread and then gone quiet (it attaches the others at once).
+  for (let waited = 0, seen = 0; ; waited += 100) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    if (tracer.exitCode !== null) throw new Error(`strace could not attach to ${server.process.pid}: ${messages}`);
+    if (messages.includes('attached') && messages.length === seen) break;
+    if (waited > 10_000) throw new Error(`strace did not attach to ${server.process.pid} within 10 s: ${messages}`);
+    seen = messages.length;
+  }
+  await send();
+  tracer.kill('SIGINT');
+  await ended;
+  const rows = readFileSync(summary, 'utf8').split('\n').map((line) => line.trim().split(/\s+/)).filter((cells) => cells.length >= 5 && /^\d+(\.\d+)?$/.test(cells[0]!));
+  // Columns: % time, seconds, usecs/call, calls, [errors], syscall.
+  const counts = rows.map((cells) => ({ name: cells[cells.length - 1]!, calls: Number(cells[3]) }));
+  const total = counts.find((row) => row.name === 'total')?.calls ?? 0;
+  const top = counts.filter((row) => row.name !== 'total').sort((a, b) => b.calls - a.calls).slice(0, 8);
+  return { perRequest: total / requests, top: top.map((row) => ({ name: row.name, perRequest: row.calls / requests })) };
 }
 
 /** `credential`: an API key (sent as `Token token=`) or a whole Authorization header value. */
