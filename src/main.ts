@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { ConfigError, loadConfig } from './config/config.js';
-import { createLogger } from './logging/logger.js';
+import { createLogger, flushLog } from './logging/logger.js';
 import { openDatabase } from './db/database.js';
 import { EmbeddedDatabaseBusyError } from './db/embedded-lock.js';
 import { resolveServerSecret } from './auth/server-secret.js';
@@ -41,6 +41,8 @@ async function main(): Promise<void> {
   }
 
   if (database.kind === 'embedded') {
+    // The greeting goes straight to stdout: the buffered lines before it are written first.
+    await flushLog(logger);
     await greetFirstStart(database, { production: config.nodeEnv === 'production', publicApiUrl: config.publicApiUrl, write: (text) => process.stdout.write(text) });
   }
 
@@ -48,6 +50,8 @@ async function main(): Promise<void> {
   const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config), rateLimiter, http: config.http, metricsToken: config.metricsToken, liveUpdates: config.liveUpdates });
   await new Promise<void>((resolve) => server.httpServer.listen(config.port, resolve));
   logger.info({ port: config.port, database: database.kind, graphql: `${config.publicApiUrl}/graphql` }, 'account access gateway listening');
+  // Whoever waits for this line (an operator, a supervisor, the smoke test) sees it now, not when the buffer fills.
+  await flushLog(logger);
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -67,6 +71,7 @@ async function main(): Promise<void> {
       process.exit(clean ? 0 : 1);
     } catch (error) {
       logger.error({ err: error }, 'unclean shutdown');
+      await flushLog(logger);
       process.exit(1);
     }
   };

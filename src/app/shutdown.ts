@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { Database } from '../db/database.js';
-import type { Logger } from '../logging/logger.js';
+import { flushLog, type Logger } from '../logging/logger.js';
 import type { App } from './app.js';
 
 export interface ShutdownOptions {
@@ -19,7 +19,8 @@ export interface ShutdownOptions {
  * A deploy that loses nothing: readiness fails at once and every response says
  * `Connection: close` (keep-alive clients reconnect, to another instance once the load balancer
  * has noticed), then the listener closes, every accepted request finishes, and only then do the
- * rate-limit store and the database close. Resolves true when nothing was cut short.
+ * rate-limit store and the database close, and the buffered log (every access-log line of the
+ * requests answered on the way) is written out. Resolves true when nothing was cut short.
  */
 export async function shutdownGracefully(options: ShutdownOptions): Promise<boolean> {
   const { app, logger } = options;
@@ -32,5 +33,6 @@ export async function shutdownGracefully(options: ShutdownOptions): Promise<bool
   await options.rateLimiter.close();
   await options.database.close();
   logger.info('database closed; stopped');
+  await flushLog(logger);
   return abandoned === 0;
 }
