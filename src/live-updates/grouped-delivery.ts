@@ -135,7 +135,11 @@ export class TopicFanOut {
           else groups.set(subscription.key, [subscription]);
         }
         const { message } = next;
-        await Promise.all([...groups.values()].map((group) => this.deliver(message, group)));
+        try {
+          await Promise.all([...groups.values()].map((group) => this.deliver(message, group)));
+        } catch (error) {
+          this.logger.error({ err: error }, 'live updates: sending an event failed');
+        }
       }
     } finally {
       this.delivering = false;
