@@ -96,7 +96,7 @@ export class GroupedSubscription implements AsyncIterableIterator<ExecutionResul
 /**
  * The grouped subscriptions of one topic. Each published event is presented once per payload key
  * (one execution, one serialization), and the same bytes, prefixed with each subscription's id,
- * go to every socket of the group; a connection's messages of one event leave in one write. Events
+ * go to every socket of the group; a connection's messages of one group and event leave in one write. Events
  * are delivered one at a time, in order; a backlog beyond MAX_BACKLOG_PER_TOPIC becomes `resync`.
  */
 export class TopicFanOut {
