@@ -1,5 +1,6 @@
 // `DATABASE_URL=postgres://... npm run bench:live` (docs/BENCHMARKS.md, "Live updates"). Starts two
-// service instances (bench/app-server.ts, as deployed) on the database `aag_bench_live`, then:
+// service instances (bench/app-server.ts, as deployed) on the database `<BENCH_DB_PREFIX>_live`
+// (default `aag_bench_live`), then:
 // 1. write-to-event latency across instances: BENCH_LIVE_SUBSCRIPTIONS (default 1,000) userChanged
 //    subscriptions open on instance A (20 per connection), PUT /users/{id} on instance B one at a
 //    time; per write, the time from its response to the event at a designated subscriber on A, and
@@ -7,7 +8,8 @@
 // 2. idle connections: BENCH_LIVE_IDLE (default 10,000) connections on instance A, each with one
 //    viewerAccessRevoked subscription, on a third, fresh instance; its resident memory before and
 //    after, per connection.
-// Markdown on stdout.
+// Markdown on stdout. BENCH_LIVE_CPU_PROF=<directory>: instance A writes a V8 CPU profile there
+// (--cpu-prof) when it stops, to see where scenario 1 spends its time.
 import 'reflect-metadata';
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -22,9 +24,15 @@ import { openDatabase } from '../src/db/database.js';
 
 const serverUrl = process.env.DATABASE_URL;
 if (!serverUrl) {
-  process.stderr.write('Set DATABASE_URL to a PostgreSQL server; the benchmark creates the database aag_bench_live there.\n');
+  process.stderr.write('Set DATABASE_URL to a PostgreSQL server; the benchmark creates the database <BENCH_DB_PREFIX>_live there.\n');
   process.exit(2);
 }
+const databasePrefix = process.env.BENCH_DB_PREFIX ?? 'aag_bench';
+if (!/^[a-z_][a-z0-9_]*$/.test(databasePrefix)) {
+  process.stderr.write('BENCH_DB_PREFIX must be a lower-case SQL identifier.\n');
+  process.exit(2);
+}
+const cpuProfileDirectory = process.env.BENCH_LIVE_CPU_PROF;
 const subscriptions = Number(process.env.BENCH_LIVE_SUBSCRIPTIONS ?? 1_000);
 const idle = Number(process.env.BENCH_LIVE_IDLE ?? 10_000);
 const writes = Number(process.env.BENCH_LIVE_WRITES ?? 200);
@@ -38,10 +46,11 @@ interface Instance {
   stop(): Promise<void>;
 }
 
-async function startInstance(databaseUrl: string): Promise<Instance> {
+async function startInstance(databaseUrl: string, options: { cpuProfile?: boolean } = {}): Promise<Instance> {
+  const profiling = options.cpuProfile && cpuProfileDirectory ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfileDirectory}`] : [];
   const child = fork(fileURLToPath(new URL('./app-server.js', import.meta.url)), [], {
     env: { ...process.env, NODE_ENV: 'production', BENCH_DATABASE_URL: databaseUrl },
-    execArgv: ['--enable-source-maps', '--max-semi-space-size=16', '--max-old-space-size=1024'],
+    execArgv: ['--enable-source-maps', '--max-semi-space-size=16', '--max-old-space-size=1024', ...profiling],
   });
   const [ready] = (await once(child, 'message')) as [{ port: number }];
   return {
@@ -81,7 +90,7 @@ const percentile = (values: number[], p: number) => {
 };
 const ms = (value: number) => value.toFixed(2);
 
-const databaseName = 'aag_bench_live';
+const databaseName = `${databasePrefix}_live`;
 const admin = new pg.Client({ connectionString: serverUrl });
 await admin.connect();
 await admin.query(`drop database if exists ${databaseName} with (force)`);
@@ -98,7 +107,7 @@ await database.close();
 const authorization = `Token token=${seeded.apiKey}`;
 const userId = seeded.owner.id;
 
-const a = await startInstance(databaseUrl);
+const a = await startInstance(databaseUrl, { cpuProfile: true });
 const b = await startInstance(databaseUrl);
 log(`instances on ports ${a.port} and ${b.port}`);
 const output: string[] = [`## Live updates (${new Date().toISOString()}, ${os.cpus().length} CPUs, load average before ${os.loadavg().map((v) => v.toFixed(2)).join(' ')})`, ''];

@@ -15,6 +15,11 @@ export class EventStream<T> implements AsyncIterableIterator<T> {
     private readonly onEnd: () => void = () => {},
   ) {}
 
+  /** Values pushed and not yet taken. */
+  get pending(): number {
+    return this.backlog.length;
+  }
+
   push(value: T): void {
     if (this.ended) return;
     if (this.waiting) {

@@ -6,6 +6,7 @@ import type { AccessRevocationReason, LiveChange, LiveMessage, LiveSession, View
 import type { Logger } from '../logging/logger.js';
 import { liveEventsDropped } from '../observability/metrics.js';
 import { EventStream } from './event-stream.js';
+import { TopicFanOut, type GroupedConnection, type GroupedSubscription, type PresentEvent } from './grouped-delivery.js';
 
 /** Events one subscription may have waiting; more means the client is far behind: it is told `resync` instead. */
 const MAX_BACKLOG_PER_SUBSCRIPTION = 64;
@@ -22,13 +23,15 @@ export const CLOSE_ACCESS_REVOKED = 4403;
 /** What the hub needs of one WebSocket connection. */
 export interface LiveConnectionSocket {
   close(code: number, reason: string): void;
+  /** Sends text frames in order, in one write; a connection past its send buffer's bound is cut. */
+  sendAll(messages: readonly Buffer[]): void;
 }
 
 /**
  * One accepted connection: the credential it presented (kept to re-check it against the database
  * when its user's access changes and at its expiry), the principal it acts as, its streams.
  */
-export class LiveConnection {
+export class LiveConnection implements GroupedConnection {
   revoked = false;
   private readonly viewerStreams = new Set<EventStream<ViewerAccessMessage>>();
   /** The streams of change subscriptions (of a user, of the account). */
@@ -46,6 +49,10 @@ export class LiveConnection {
 
   get userId(): string | undefined {
     return 'userId' in this.principal ? this.principal.userId : undefined;
+  }
+
+  sendAll(messages: readonly Buffer[]): void {
+    this.socket.sendAll(messages);
   }
 
   viewerStream(): EventStream<ViewerAccessMessage> {
@@ -90,22 +97,38 @@ function revocationReason(change: LiveChange | undefined, expired: boolean): Acc
 }
 
 /**
+ * The subscribers of one topic (a user's changes, an account's): streams read by their own
+ * subscription (each executes every event itself), and subscriptions grouped in the fan-out.
+ */
+interface LiveTopic {
+  readonly streamed: Set<EventStream<LiveMessage>>;
+  readonly fanOut: TopicFanOut;
+}
+
+/**
  * An instance's live state: its accepted connections and the streams of their subscriptions, fed
- * by the changes its listening connection hears. A change that takes access away from a user
+ * by the changes its listening connection hears. Change subscriptions are grouped where they can be
+ * (`deliverGrouped`): an event is then executed once per group of subscriptions that would be sent
+ * the same payload, not once per subscription. A change that takes access away from a user
  * re-checks, against the database, the credential of every connection acting as that user (or for
  * the whole account): what no longer authenticates, or now grants less, is told and closed (4403).
  * Suspension, deletion, revocation and a lowered role all work this way, whoever announces them.
  */
 export class LiveHub {
   private readonly connections = new Set<LiveConnection>();
-  private readonly userTopics = new Map<string, Set<EventStream<LiveMessage>>>();
-  private readonly accountTopics = new Map<string, Set<EventStream<LiveMessage>>>();
+  private readonly userTopics = new Map<string, LiveTopic>();
+  private readonly accountTopics = new Map<string, LiveTopic>();
+  /** Each topic stream's topic, for `deliverGrouped`. */
+  private readonly topicOfStream = new WeakMap<EventStream<LiveMessage>, LiveTopic>();
   private readonly perCredential = new Map<string, number>();
+  /** Numbers published events, so a subscription that joins while earlier ones wait is not sent them. */
+  private sequence = 0;
 
   constructor(
     private readonly database: Pick<Database, 'em'>,
     private readonly resolvers: readonly CredentialResolver[],
     private readonly logger: Logger,
+    private readonly present: PresentEvent,
   ) {}
 
   get size(): number {
@@ -140,9 +163,13 @@ export class LiveHub {
   }
 
   /** A stream of `topic` in `topics`, ended with the subscription or the connection. */
-  private topicStream(topics: Map<string, Set<EventStream<LiveMessage>>>, topic: string, connection: LiveConnection): EventStream<LiveMessage> {
-    const subscribers = topics.get(topic) ?? new Set();
-    topics.set(topic, subscribers);
+  private topicStream(topics: Map<string, LiveTopic>, topic: string, connection: LiveConnection): EventStream<LiveMessage> {
+    let subscribers = topics.get(topic);
+    if (!subscribers) {
+      subscribers = { streamed: new Set(), fanOut: new TopicFanOut(this.present, this.logger) };
+      topics.set(topic, subscribers);
+    }
+    const { streamed, fanOut } = subscribers;
     const stream: EventStream<LiveMessage> = new EventStream<LiveMessage>(
       MAX_BACKLOG_PER_SUBSCRIPTION,
       (dropped) => {
@@ -150,23 +177,49 @@ export class LiveHub {
         return { kind: 'resync' };
       },
       () => {
-        subscribers.delete(stream);
-        if (subscribers.size === 0) topics.delete(topic);
+        streamed.delete(stream);
+        fanOut.subscriptions.delete(stream);
+        if (streamed.size === 0 && fanOut.subscriptions.size === 0) topics.delete(topic);
         connection.changeStreams.delete(stream);
       },
     );
-    subscribers.add(stream);
+    streamed.add(stream);
+    this.topicOfStream.set(stream, subscribers);
     connection.changeStreams.add(stream);
     return stream;
+  }
+
+  /**
+   * Serves `subscription` through its topic's fan-out from now on, if its stream is a topic stream
+   * of this hub that holds no event yet (graphql-ws hands it over in the turn its resolver created
+   * it, so none arrived). Otherwise false: the caller executes the subscription's events itself.
+   */
+  deliverGrouped(subscription: GroupedSubscription): boolean {
+    const topic = this.topicOfStream.get(subscription.stream);
+    if (!topic || subscription.stream.pending > 0 || !topic.streamed.delete(subscription.stream)) return false;
+    topic.fanOut.subscriptions.set(subscription.stream, subscription);
+    return true;
+  }
+
+  /** The sequence number of the last published event: a grouped subscription created now is sent only later ones. */
+  get lastSequence(): number {
+    return this.sequence;
+  }
+
+  private publishTo(topic: LiveTopic | undefined, message: LiveMessage): void {
+    if (!topic) return;
+    for (const stream of topic.streamed) stream.push(message);
+    topic.fanOut.enqueue(message, this.sequence);
   }
 
   /** Committed changes, from this instance or another. */
   publish(changes: readonly LiveChange[]): void {
     for (const change of changes) {
-      for (const stream of this.accountTopics.get(change.accountId) ?? []) stream.push({ kind: 'change', change });
-      if (change.resourceType === 'user') {
-        for (const stream of this.userTopics.get(`${change.accountId}:${change.resourceId}`) ?? []) stream.push({ kind: 'change', change });
-      }
+      this.sequence++;
+      // One message object per event: every subscriber of it is presented the same (reads made for it may be shared).
+      const message: LiveMessage = { kind: 'change', change };
+      this.publishTo(this.accountTopics.get(change.accountId), message);
+      if (change.resourceType === 'user') this.publishTo(this.userTopics.get(`${change.accountId}:${change.resourceId}`), message);
       if (!change.revokesAccess) continue;
       for (const connection of this.connections) {
         if (connection.principal.accountId !== change.accountId) continue;
@@ -178,7 +231,9 @@ export class LiveHub {
 
   /** The listening connection was lost: whatever was announced meanwhile is unknown. Streams say `resync`; every credential is re-checked. */
   resync(): void {
-    for (const topics of [this.userTopics, this.accountTopics]) for (const subscribers of topics.values()) for (const stream of subscribers) stream.push({ kind: 'resync' });
+    this.sequence++;
+    const message: LiveMessage = { kind: 'resync' };
+    for (const topics of [this.userTopics, this.accountTopics]) for (const topic of topics.values()) this.publishTo(topic, message);
     for (const connection of this.connections) this.recheck(connection, undefined);
   }
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { getOperationAST, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
-import { makeServer, handleProtocols, type ConnectionInitMessage } from 'graphql-ws';
+import { createSourceEventStream, execute, getOperationAST, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type ExecutionArgs, type ExecutionResult, type FormattedExecutionResult, type GraphQLSchema } from 'graphql';
+import { makeServer, handleProtocols, type ConnectionInitMessage, type SubscribePayload } from 'graphql-ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Runtime } from '../app/runtime.js';
 import { authenticate } from '../auth/authenticate.js';
@@ -11,15 +11,17 @@ import type { LiveUpdateLimits } from '../config/config.js';
 import type { Database } from '../db/database.js';
 import type { NotificationListener } from '../db/notification-listener.js';
 import { InvalidInputError, RateLimitedError } from '../errors/domain-errors.js';
-import { createContext, type Context } from '../graphql/context.js';
+import { createContext, requirePrincipal, type Context } from '../graphql/context.js';
 import { formatGraphQLError } from '../graphql/errors.js';
-import { withLazyEntityManager } from '../graphql/live-session.js';
+import { withLazyEntityManager, type LiveMessage } from '../graphql/live-session.js';
 import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from '../graphql/input-bounds.js';
 import { GRAPHQL_MAX_TOKENS, documentShapeProblem, queryLimitRules, type QueryLimits } from '../graphql/limits.js';
 import type { Logger } from '../logging/logger.js';
 import { liveConnections, liveEventsDropped, liveEventsSent, liveSubscriptions, rateLimitDecisions } from '../observability/metrics.js';
 import { decodeLiveChanges, LIVE_CHANNEL } from './live-change.codec.js';
-import { LiveConnection, LiveHub } from './live-hub.js';
+import { EventStream } from './event-stream.js';
+import { GroupedSubscription, payloadKey } from './grouped-delivery.js';
+import { LiveConnection, LiveHub, type LiveConnectionSocket } from './live-hub.js';
 
 export const DEFAULT_LIVE_LIMITS: LiveUpdateLimits = {
   maxConnectionsPerCredential: 10,
@@ -60,6 +62,8 @@ export interface LiveUpdates {
 
 interface Extra {
   socket: WebSocket;
+  /** What the hub sends through and closes. */
+  liveSocket: LiveConnectionSocket;
   request: http.IncomingMessage;
   connection?: LiveConnection;
   subscriptions: Set<string>;
@@ -89,6 +93,50 @@ function formatted(errors: readonly GraphQLError[]) {
   return errors.map((error) => formatGraphQLError(error.toJSON(), error));
 }
 
+/** A `next` message's payload, as graphql-ws sends it after `onNext` (errors formatted as on POST /graphql). */
+function nextPayload(result: ExecutionResult): FormattedExecutionResult {
+  return result.errors ? { ...result, errors: formatted(result.errors) } : (result as FormattedExecutionResult);
+}
+
+/** What a subscription's events need to be grouped: set by onSubscribe on its context, taken by `subscribe`. */
+interface SubscriptionOrigin {
+  connection: LiveConnection;
+  id: string;
+  field: string;
+  payload: SubscribePayload;
+}
+
+/**
+ * A subscription whose events are not grouped (its resolver builds its own stream): each event is
+ * executed for it alone, as graphql-js' `subscribe` does. Ending it ends its source at once.
+ */
+function executedEach(source: AsyncIterator<unknown>, args: ExecutionArgs): AsyncIterableIterator<ExecutionResult> {
+  const finish = async (): Promise<IteratorResult<ExecutionResult>> => {
+    await source.return?.();
+    return { value: undefined, done: true };
+  };
+  return {
+    async next() {
+      const event = await source.next();
+      if (event.done) return { value: undefined, done: true };
+      try {
+        return { value: await execute({ ...args, rootValue: event.value }), done: false };
+      } catch (error) {
+        await source.return?.();
+        throw error;
+      }
+    },
+    return: finish,
+    async throw(error: unknown) {
+      await finish();
+      throw error;
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+}
+
 /**
  * GraphQL subscriptions over WebSocket (the graphql-ws protocol) on the HTTP server's `/graphql`,
  * against the same schema, auth checker and limits as POST /graphql; events from the instance's
@@ -96,7 +144,9 @@ function formatted(errors: readonly GraphQLError[]) {
  */
 export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<LiveUpdates> {
   const { httpServer, schema, database, runtime, rateLimiter, logger, limits } = options;
-  const hub = new LiveHub(database, runtime.credentialResolvers, logger);
+  const presentEvent = async (args: ExecutionArgs, message: LiveMessage) => JSON.stringify(nextPayload(await execute({ ...args, rootValue: message })));
+  const hub = new LiveHub(database, runtime.credentialResolvers, logger, presentEvent);
+  const origins = new WeakMap<object, SubscriptionOrigin>();
   const validationRules = [...specifiedRules, ...queryLimitRules(options.queryLimits)];
   let draining = false;
 
@@ -124,6 +174,25 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
   const server = makeServer<ConnectionInitMessage['payload'], Extra>({
     schema,
     connectionInitWaitTimeout: CONNECTION_INIT_TIMEOUT_MS,
+    /**
+     * As graphql-js' `subscribe`, except that a subscription reading one of the hub's topic streams
+     * is handed to the topic's fan-out: its events are executed once per group of subscriptions with
+     * the same document, variables and rights, and sent by the fan-out, not by graphql-ws.
+     */
+    async subscribe(args) {
+      const source = await createSourceEventStream(args);
+      if (!(Symbol.asyncIterator in source)) return source;
+      const origin = origins.get(args.contextValue as object);
+      origins.delete(args.contextValue as object);
+      if (origin && source instanceof EventStream) {
+        const { connection, id, field, payload } = origin;
+        // The principal the subscription executes as (its context's), whose rights decide what it is sent.
+        const key = payloadKey(payload.query, payload.operationName, payload.variables, requirePrincipal(args.contextValue as Context));
+        const grouped = new GroupedSubscription(connection, id, field, key, args, source as EventStream<LiveMessage>, hub.lastSequence);
+        if (hub.deliverGrouped(grouped)) return grouped;
+      }
+      return executedEach(source[Symbol.asyncIterator](), args);
+    },
     async onConnect(ctx) {
       const { socket } = ctx.extra;
       const authorization = authorizationOf(ctx.connectionParams);
@@ -144,7 +213,7 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
         return false;
       }
       if (socket.readyState !== socket.OPEN) return false;
-      const connection = new LiveConnection(randomUUID(), socket, authorization!, principal);
+      const connection = new LiveConnection(randomUUID(), ctx.extra.liveSocket, authorization!, principal);
       ctx.extra.connection = connection;
       hub.add(connection, principal.expiresAt);
       liveConnections.inc();
@@ -189,15 +258,17 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
         live: hub.session(connection),
       }), () => database.em());
       subscriptions.add(id);
-      const field = operation.selectionSet.selections[0];
+      const root = operation.selectionSet.selections[0];
       // A bounded label: the schema's subscription fields (validation refused any other name).
-      ctx.extra.fields.set(id, field?.kind === 'Field' ? field.name.value : 'unknown');
+      const field = root?.kind === 'Field' ? root.name.value : 'unknown';
+      ctx.extra.fields.set(id, field);
+      origins.set(contextValue, { connection, id, field, payload });
       liveSubscriptions.inc();
       return { schema, document, operationName: payload.operationName, variableValues: payload.variables ?? undefined, contextValue };
     },
     onNext(ctx, id, _payload, _args, result: ExecutionResult) {
       liveEventsSent.inc({ field: ctx.extra.fields.get(id) ?? 'unknown' });
-      return result.errors ? { ...result, errors: formatted(result.errors) } : undefined;
+      return result.errors ? nextPayload(result) : undefined;
     },
     onError(_ctx, _id, _payload, errors) {
       return formatted(errors);
@@ -219,7 +290,7 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
 
   const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE_BYTES, handleProtocols: (protocols) => handleProtocols(protocols) });
 
-  const opened = (socket: WebSocket, request: http.IncomingMessage) => {
+  const opened = (socket: WebSocket, request: http.IncomingMessage, transport: Duplex) => {
     // A client that stops reading: what we send piles up in the socket's buffer. Past the bound
     // the connection is cut (its events are dropped), so its memory is bounded by the bound.
     const overBuffer = () => {
@@ -256,7 +327,28 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
             });
           }),
       },
-      { socket, request, subscriptions: new Set(), fields: new Map() },
+      {
+        socket,
+        liveSocket: {
+          close: (code, reason) => socket.close(code, reason),
+          sendAll(messages) {
+            if (socket.readyState !== socket.OPEN) return;
+            // Corked: the frames of one event leave in one write (one system call), not one each.
+            transport.cork();
+            try {
+              for (const message of messages) {
+                socket.send(message, { binary: false });
+                if (overBuffer()) return;
+              }
+            } finally {
+              transport.uncork();
+            }
+          },
+        },
+        request,
+        subscriptions: new Set(),
+        fields: new Map(),
+      },
     );
     socket.once('close', (code, reason) => {
       clearInterval(keepAlive);
@@ -267,7 +359,7 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
   const onUpgrade = (request: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     if (pathOf(request.url) !== '/graphql') return refuseUpgrade(socket, 404, 'Not Found');
     if (draining) return refuseUpgrade(socket, 503, 'Service Unavailable');
-    sockets.handleUpgrade(request, socket, head, (ws) => opened(ws, request));
+    sockets.handleUpgrade(request, socket, head, (ws) => opened(ws, request, socket));
   };
   httpServer.on('upgrade', onUpgrade);
 

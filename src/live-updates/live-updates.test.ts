@@ -219,6 +219,60 @@ describe('handshake and authorization', () => {
   });
 });
 
+describe('grouped delivery: one execution per event for subscribers with the same document, variables and rights', () => {
+  test('subscribers of one event get the payload their own rights give, whoever shares their group; one that lost its access gets nothing', async () => {
+    const account = await a.createAccount();
+    const target = await a.createUser(account, { role: 'user' });
+    const colleague = await a.createUser(account, { role: 'user' });
+    const signedOut = await a.createUser(account, { role: 'user' });
+    const CALENDAR = 'subscription ($id: ID!) { userChanged(id: $id) { kind user { id jobTitle httpCalUrl } } }';
+    const NAME = 'subscription ($id: ID!) { userChanged(id: $id) { kind user { name } } }';
+    const sentBefore = await gauge('live_events_sent_total', { field: 'userChanged' });
+
+    // The signed-out user's web session subscribes before its mobile one (same user, same scopes: one group), so it comes first in that group.
+    const web = await LiveTestClient.connect(a.httpServer, await bearer(signedOut.id, 'web'));
+    const mobile = await LiveTestClient.connect(a.httpServer, await bearer(signedOut.id, 'mobile'));
+    const admin = await LiveTestClient.connect(a.httpServer, authorizationOf(account.key as { token: string }));
+    const otherKey = await LiveTestClient.connect(a.httpServer, authorizationOf(await a.accountKey(account) as { token: string }));
+    const self = await LiveTestClient.connect(a.httpServer, authorizationOf(target.key as { token: string }));
+    const selfReadOnlyToken = await LiveTestClient.connect(a.httpServer, await bearer(target.id, 'mobile', 'users.read'));
+    const peer = await LiveTestClient.connect(a.httpServer, authorizationOf(colleague.key as { token: string }));
+    const subscribers = [web, mobile, admin, otherKey, self, selfReadOnlyToken, peer];
+    for (const client of subscribers) client.subscribe('calendar', CALENDAR, { id: target.id });
+    admin.subscribe('name', NAME, { id: target.id });
+    await sleep(200);
+
+    const key = `Token token=${(account.key as { token: string }).token}`;
+    expect((await bRest.delete(`/oauth_delegations?user_id=${signedOut.id}&type=web`).set({ ...V2, Authorization: key })).status).toBe(200);
+    expect((await web.closed).code).toBe(4403);
+    expect((await bRest.put(`/users/${target.id}`).set({ ...V2, Authorization: key }).send({ user: { job_title: 'SRE' } })).status).toBe(200);
+
+    const payloadOf = async (client: LiveTestClient, id = 'calendar') => (await client.waitFor((message) => message.id === id && message.type === 'next')).payload;
+    const seen = { id: target.id, jobTitle: 'SRE', httpCalUrl: expect.stringMatching(/^https:\/\//) };
+    const hidden = { id: target.id, jobTitle: 'SRE', httpCalUrl: null };
+    const forbidden = (message: string) => [expect.objectContaining({ message: expect.stringContaining(message), path: ['userChanged', 'user', 'httpCalUrl'], extensions: expect.objectContaining({ code: 'FORBIDDEN' }) })];
+
+    // Holders of can_update_user, and the user themself with a key: the URL.
+    const adminPayload = await payloadOf(admin);
+    expect(adminPayload).toEqual({ data: { userChanged: { kind: 'UPDATED', user: seen } } });
+    expect(await payloadOf(otherKey)).toEqual(adminPayload);
+    expect(await payloadOf(self)).toEqual({ data: { userChanged: { kind: 'UPDATED', user: seen } } });
+    // The same document with other rights: the user themself through a token without users.write, a colleague, the other session of the signed-out user.
+    expect(await payloadOf(selfReadOnlyToken)).toEqual({ errors: forbidden('users.write'), data: { userChanged: { kind: 'UPDATED', user: hidden } } });
+    expect(await payloadOf(peer)).toEqual({ errors: forbidden('themself'), data: { userChanged: { kind: 'UPDATED', user: hidden } } });
+    expect(await payloadOf(mobile)).toEqual({ errors: forbidden('users.write'), data: { userChanged: { kind: 'UPDATED', user: hidden } } });
+    // The same rights with another document.
+    expect(await payloadOf(admin, 'name')).toEqual({ data: { userChanged: { kind: 'UPDATED', user: { name: target.name } } } });
+
+    await sleep(200);
+    // The signed-out session was not sent the event, and nobody was sent it twice.
+    expect(web.events('calendar')).toEqual([]);
+    for (const client of subscribers.slice(1)) expect(client.events('calendar')).toHaveLength(1);
+    expect(await gauge('live_events_sent_total', { field: 'userChanged' })).toBe(sentBefore + 7);
+    for (const client of subscribers) client.close();
+  });
+});
+
 describe('bounds', () => {
   test('a client that never reads is closed, and what the server holds for it stays bounded', async () => {
     const account = await a.createAccount();

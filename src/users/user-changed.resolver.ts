@@ -1,3 +1,4 @@
+import DataLoader from 'dataloader';
 import { Arg, Authorized, Ctx, Field, FieldResolver, ID, Info, ObjectType, registerEnumType, Resolver, Root, Subscription } from 'type-graphql';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { Requirement } from '../auth/auth-checker.js';
@@ -33,6 +34,9 @@ export class UserChangedEvent {
 
   @Field(() => [String], { description: 'The presented fields that changed (GraphQL names); empty when unknown, on RESYNC and DELETED.' })
   changedFields!: string[];
+
+  /** The event it presents: `user` is read once per event for all its subscribers. */
+  message!: LiveMessage;
 }
 
 function kindOf(message: LiveMessage): UserChangeKind {
@@ -46,6 +50,42 @@ function kindOf(message: LiveMessage): UserChangeKind {
 
 /** Changes name fields as the public API does (`job_title`); subscribers read GraphQL's names (`jobTitle`). */
 const GRAPHQL_FIELD_NAMES = new Map<string, string>(Object.entries(USER_FIELD_COLUMNS).map(([field, column]) => [column, field]));
+
+/**
+ * The user as it is at an event, read once for every subscription presented that event (the live
+ * fan-out executes each group of subscribers with its own context, for the same message object):
+ * the fields any of them select, in one statement. What the read finds depends only on the account
+ * (another account's user is not found); each execution applies its own subscriber's rights to the fields.
+ */
+const usersAtEvent = new WeakMap<LiveMessage, Map<string, DataLoader<readonly string[], UserRow | null, string>>>();
+
+function userAtEvent(event: UserChangedEvent, context: Context): DataLoader<readonly string[], UserRow | null, string> {
+  const principal = requirePrincipal(context);
+  let reads = usersAtEvent.get(event.message);
+  if (!reads) {
+    reads = new Map();
+    usersAtEvent.set(event.message, reads);
+  }
+  const key = `${principal.accountId}:${event.userId}`;
+  let loader = reads.get(key);
+  if (!loader) {
+    const userReads = new UserReads(readPath(context.em), principal);
+    loader = new DataLoader<readonly string[], UserRow | null, string>(
+      async (selections) => {
+        try {
+          const user = await userReads.get(event.userId, new Set(selections.flat()));
+          return selections.map(() => user);
+        } catch (error) {
+          if (error instanceof NotFoundError) return selections.map(() => null);
+          throw error;
+        }
+      },
+      { cacheKeyFn: (fields) => [...fields].sort().join(',') },
+    );
+    reads.set(key, loader);
+  }
+  return loader;
+}
 
 @Resolver(() => UserChangedEvent)
 export class UserChangedResolver {
@@ -62,16 +102,11 @@ export class UserChangedResolver {
   userChanged(@Arg('id', () => ID) id: string, @Root() message: LiveMessage, @Ctx() context: Context): UserChangedEvent {
     freshEventScope(context);
     const fields = message.kind === 'change' ? (message.change.fields ?? []) : [];
-    return { kind: kindOf(message), userId: id, changedFields: fields.map((name) => GRAPHQL_FIELD_NAMES.get(name) ?? name) };
+    return { kind: kindOf(message), userId: id, changedFields: fields.map((name) => GRAPHQL_FIELD_NAMES.get(name) ?? name), message };
   }
 
   @FieldResolver(() => UserType, { nullable: true, description: 'The user as it is now (read when the event is sent), with the subscriber\'s rights; null once deleted.' })
-  async user(@Root() event: UserChangedEvent, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UserRow | null> {
-    try {
-      return await new UserReads(readPath(context.em), requirePrincipal(context)).get(event.userId, selectedFieldNames(info));
-    } catch (error) {
-      if (error instanceof NotFoundError) return null;
-      throw error;
-    }
+  user(@Root() event: UserChangedEvent, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UserRow | null> {
+    return userAtEvent(event, context).load([...selectedFieldNames(info)]);
   }
 }
