@@ -24,14 +24,16 @@ export async function lockChainHead(tx: EntityManager, accountId: string): Promi
  * Appends the records of `changes` (all of one account) to that account's chain: one statement
  * whatever their number. `audit_append_records` (migration 20261124010000) locks the chain head,
  * links each record to the previous one with the SHA-256 `chainHash` verifies, inserts them all
- * and moves the head; the records travel as one bound JSON parameter of [id, content] pairs.
+ * and moves the head; the records travel as two bound parameters, their ids and one JSON array of
+ * their contents.
  */
 async function appendRecords(tx: EntityManager, accountId: string, changes: readonly Change[], origin: WriteOrigin): Promise<void> {
-  const records = changes.map((change) => {
-    const draft = draftRecord(change, origin);
-    return [draft.id, chainedContent(draft)];
-  });
-  await callFunction(tx, 'audit_append_records', [{ value: accountId }, { value: JSON.stringify(records), cast: 'json' }]);
+  const drafts = changes.map((change) => draftRecord(change, origin));
+  await callFunction(tx, 'audit_append_records', [
+    { value: accountId },
+    { value: drafts.map((draft) => draft.id) },
+    { value: JSON.stringify(drafts.map(chainedContent)), cast: 'json' },
+  ]);
 }
 
 /**

@@ -78,9 +78,12 @@ function quoteLiteral(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
 
-/** An argument of `callFunction`, sent as a bound parameter, optionally cast (e.g. to `json`). */
+/**
+ * An argument of `callFunction`, sent as a bound parameter, optionally cast (e.g. to `json`); an
+ * array travels as a PostgreSQL array literal, typed by the function's parameter.
+ */
 export interface BoundArgument {
-  value: string | number | boolean | null;
+  value: string | number | boolean | null | readonly string[];
   cast?: 'json' | 'jsonb' | 'text';
 }
 
