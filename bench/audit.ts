@@ -1,8 +1,10 @@
 // `DATABASE_URL=postgres://... npm run bench` runs this after bench/run.ts (see docs/BENCHMARKS.md,
 // "Audit trail"). Two questions: what the audit trail costs a write (the same service with and
-// without its hook, timed one request at a time in alternation), and whether reading the newest
-// page stays flat as the trail grows (AUDIT_BENCH_SIZES records in the account, default
-// 100,000 and 10,000,000). Markdown on stdout.
+// without its hook, timed one request at a time in alternation, AUDIT_BENCH_WRITE_ROUNDS rounds),
+// and whether reading the newest page stays flat as the trail grows (AUDIT_BENCH_SIZES records in
+// the account, default 100,000 and 10,000,000; '' for the writes only; the sizes are read
+// interleaved, AUDIT_BENCH_READ_ROUNDS rounds). AUDIT_BENCH_REUSE=1 keeps a database an earlier
+// run seeded (10,000,000 records take 10 minutes and 10 GB). Markdown on stdout.
 import 'reflect-metadata';
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -13,13 +15,17 @@ import pg from 'pg';
 import { allCommitHooks, allEntities } from '../src/app/features.js';
 import { openDatabase } from '../src/db/database.js';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
+import { AccountsService } from '../src/accounts/accounts.service.js';
 
 const serverUrl = process.env.DATABASE_URL;
 if (!serverUrl) {
   process.stderr.write('Set DATABASE_URL to a PostgreSQL server; the benchmark creates the database <prefix>_audit there.\n');
   process.exit(2);
 }
-const sizes = (process.env.AUDIT_BENCH_SIZES ?? '100000,10000000').split(',').map(Number).sort((a, b) => a - b);
+// AUDIT_BENCH_SIZES='' measures the writes only.
+const sizes = (process.env.AUDIT_BENCH_SIZES ?? '100000,10000000').split(',').filter(Boolean).map(Number).sort((a, b) => a - b);
+// Rounds of the write comparison, each BENCH_WRITE_ITERATIONS requests a side: the spread of their ratios shows the noise of a shared machine.
+const writeRounds = Number(process.env.AUDIT_BENCH_WRITE_ROUNDS ?? 1);
 const writeIterations = Number(process.env.BENCH_WRITE_ITERATIONS ?? 30);
 const readIterations = Number(process.env.AUDIT_BENCH_READS ?? 200);
 const databasePrefix = process.env.BENCH_DB_PREFIX ?? 'aag_bench';
@@ -61,28 +67,43 @@ async function timed(server: Server, apiKey: string, method: string, path: strin
   return elapsed;
 }
 
-// A fresh database; an account (its key, 100 users) for the writes and one per size for the reads.
+// A fresh database (or, with AUDIT_BENCH_REUSE=1, the one a previous run seeded: its accounts, users
+// and records are kept, newer migrations applied, a new key issued per account); an account (its
+// key, 100 users) for the writes and one per size for the reads.
+const reuse = process.env.AUDIT_BENCH_REUSE === '1';
 const name = `${databasePrefix}_audit`;
 const url = new URL(serverUrl);
 url.pathname = `/${name}`;
 const admin = new pg.Client({ connectionString: serverUrl });
 await admin.connect();
-await admin.query(`drop database if exists ${name} with (force)`);
-await admin.query(`create database ${name}`);
+const exists = (await admin.query('select 1 from pg_database where datname = $1', [name])).rowCount === 1;
+if (!reuse || !exists) {
+  await admin.query(`drop database if exists ${name} with (force)`);
+  await admin.query(`create database ${name}`);
+}
 await admin.end();
 const database = await openDatabase({ databaseUrl: url.toString(), dataDir: undefined, entities: allEntities(), commitHooks: allCommitHooks(), poolMax: 2 });
 await database.migrate();
+// Distinct e-mail addresses for the users each run creates, a reused database holding the previous runs'.
+const runStamp = Date.now().toString(36);
 
 async function benchAccount(index: number): Promise<{ accountId: string; apiKey: string; userIds: string[] }> {
-  const booted = await database.transactions.run(database.em(), (tx) => bootstrapAccount(tx, { accountName: `Audit bench ${index}`, ownerEmail: `owner-${index}@audit-bench.example` }));
+  const accountName = `Audit bench ${index}`;
   const prefix = `P${String.fromCharCode(65 + index)}`;
+  const userIds = Array.from({ length: 100 }, (_, i) => `${prefix}${String(i + 1).padStart(5, '0')}`);
+  const [seeded] = await database.em().execute<{ id: string }[]>('select id from accounts where name = ?', [accountName]);
+  if (seeded) {
+    const key = await database.transactions.run(database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: seeded.id, description: `audit bench ${runStamp}` }));
+    return { accountId: seeded.id, apiKey: key.apiKey, userIds };
+  }
+  const booted = await database.transactions.run(database.em(), (tx) => bootstrapAccount(tx, { accountName, ownerEmail: `owner-${index}@audit-bench.example` }));
   await database.em().execute(
     `insert into users (id, account_id, name, email, time_zone, color, role, created_at, updated_at)
      select ? || lpad(i::text, 5, '0'), ?, 'Bench User ' || i, 'bench-' || ? || '-' || i || '@audit-bench.example', 'Etc/UTC', 'green', 'user', now(), now()
        from generate_series(1, 100) as i`,
     [prefix, booted.account.id, index],
   );
-  return { accountId: booted.account.id, apiKey: booted.apiKey, userIds: Array.from({ length: 100 }, (_, i) => `${prefix}${String(i + 1).padStart(5, '0')}`) };
+  return { accountId: booted.account.id, apiKey: booted.apiKey, userIds };
 }
 const writer = await benchAccount(0);
 const { apiKey } = writer;
@@ -96,78 +117,118 @@ const withoutTrail = await startServer(url.toString(), { BENCH_AUDIT_TRAIL: 'off
 let iteration = 0;
 const writes = [
   { name: 'PUT /users (100 elements)', method: 'PUT', path: '/users', body: () => JSON.stringify({ users: bulkIds.map((id) => ({ id, type: 'user', job_title: `Bench ${iteration}` })) }) },
-  { name: 'POST /users', method: 'POST', path: '/users', body: () => JSON.stringify({ user: { type: 'user', name: `Created ${iteration}`, email: `created-${iteration}@audit-bench.example` } }) },
+  { name: 'POST /users', method: 'POST', path: '/users', body: () => JSON.stringify({ user: { type: 'user', name: `Created ${iteration}`, email: `created-${runStamp}-${iteration}@audit-bench.example` } }) },
 ];
-output.push('| write | p50 with the trail (ms) | p50 without (ms) | ratio | p99 with | p99 without |', '|---|---|---|---|---|---|');
-for (const write of writes) {
-  const times = { with: [] as number[], without: [] as number[] };
-  // Warm-up: prepared documents, pools, JIT.
-  for (let i = 0; i < 5; i++) {
-    for (const server of [withTrail, withoutTrail]) {
-      iteration++;
-      await timed(server, apiKey, write.method, write.path, write.body());
+output.push('| write | round | load average before | p50 with the trail (ms) | p50 without (ms) | ratio | p99 with | p99 without |', '|---|---|---|---|---|---|---|---|');
+const allWriteTimes = writes.map(() => ({ with: [] as number[], without: [] as number[] }));
+for (let round = 1; round <= writeRounds; round++) {
+  for (const [writeIndex, write] of writes.entries()) {
+    const times = { with: [] as number[], without: [] as number[] };
+    const load = os.loadavg()[0]!.toFixed(1);
+    // Warm-up: prepared documents, pools, JIT.
+    for (let i = 0; i < 5; i++) {
+      for (const server of [withTrail, withoutTrail]) {
+        iteration++;
+        await timed(server, apiKey, write.method, write.path, write.body());
+      }
     }
-  }
-  log(`${write.name}: ${writeIterations} requests each`);
-  for (let i = 0; i < writeIterations; i++) {
-    for (const which of i % 2 === 0 ? (['with', 'without'] as const) : (['without', 'with'] as const)) {
-      iteration++;
-      times[which].push(await timed(which === 'with' ? withTrail : withoutTrail, apiKey, write.method, write.path, write.body()));
+    log(`${write.name}, round ${round}: ${writeIterations} requests each`);
+    for (let i = 0; i < writeIterations; i++) {
+      for (const which of (i + round) % 2 === 0 ? (['with', 'without'] as const) : (['without', 'with'] as const)) {
+        iteration++;
+        times[which].push(await timed(which === 'with' ? withTrail : withoutTrail, apiKey, write.method, write.path, write.body()));
+      }
     }
+    const [p50With, p50Without] = [percentile(times.with, 0.5), percentile(times.without, 0.5)];
+    output.push(`| ${write.name} | ${round} | ${load} | ${fixed(p50With)} | ${fixed(p50Without)} | ${fixed(p50With / p50Without, 2)}x | ${fixed(percentile(times.with, 0.99))} | ${fixed(percentile(times.without, 0.99))} |`);
+    allWriteTimes[writeIndex]!.with.push(...times.with);
+    allWriteTimes[writeIndex]!.without.push(...times.without);
   }
-  const [p50With, p50Without] = [percentile(times.with, 0.5), percentile(times.without, 0.5)];
-  output.push(`| ${write.name} | ${fixed(p50With)} | ${fixed(p50Without)} | ${fixed(p50With / p50Without, 2)}x | ${fixed(percentile(times.with, 0.99))} | ${fixed(percentile(times.without, 0.99))} |`);
+}
+if (writeRounds > 1) {
+  for (const [writeIndex, write] of writes.entries()) {
+    const all = allWriteTimes[writeIndex]!;
+    const [p50With, p50Without] = [percentile(all.with, 0.5), percentile(all.without, 0.5)];
+    output.push(`| ${write.name} | all | | ${fixed(p50With)} | ${fixed(p50Without)} | ${fixed(p50With / p50Without, 2)}x | ${fixed(percentile(all.with, 0.99))} | ${fixed(percentile(all.without, 0.99))} |`);
+  }
 }
 await withoutTrail.stop();
 
 // Reads: an account per size whose trail holds that many records (synthetic rows spread over the
 // retention year, in position order, ending a minute ago; one user in a thousand concerned by
-// each), with 30 real writes on top; then the newest page of both routes, timed one at a time.
-const readRows: string[] = ['', '| records in the account | GET /audit/records?limit=25 p50 (ms) | GET /users/{id}/audit/records?limit=25 p50 (ms) |', '|---|---|---|'];
-const p50s: Array<[number, number]> = [];
+// each), with 30 real writes on top. Then the newest page of both routes for every size, one
+// request at a time, the sizes interleaved request by request (their order reversed each round),
+// so a change of the machine's load falls on every size alike.
+interface Reader {
+  size: number;
+  apiKey: string;
+  paths: [string, string];
+}
+const readers: Reader[] = [];
 const plans: string[] = [];
 for (const [index, size] of sizes.entries()) {
   const reader = await benchAccount(index + 1);
   const target = reader.userIds[0]!;
-  log(`an account with ${label(size)} records`);
-  for (let done = 0; done < size; done += 1_000_000) {
-    const batch = Math.min(1_000_000, size - done);
-    await database.em().execute(
-      `insert into audit_records (account_id, position, id, execution_time, action, root_resource_type, root_resource_id, actor_type, actor_id, method_type, method_truncated_token, body, previous_hash, hash)
-       select ?, head.position + i, gen_random_uuid(), now() - interval '1 minute' - interval '365 days' * (1 - (? + i)::float8 / ?), 'update', 'user',
-              left(?, 2) || lpad((1 + (i % 1000))::text, 5, '0'), 'api_key_reference', 'PBENCH1', 'api_token', 'ab12',
-              '{"actors": [{"id": "PBENCH1", "type": "api_key_reference"}], "method": {"type": "api_token", "description": "PUT /users", "truncatedToken": "ab12"}, "details": {"fields": [{"name": "job_title", "value": "Seeded", "beforeValue": null}], "resource": {"id": "PB00001", "type": "user_reference"}, "references": []}, "rootResource": {"id": "PB00001", "type": "user_reference"}, "executionContext": {"requestId": null, "remoteAddress": null}}'::jsonb,
-              '', ''
-         from audit_chain_heads head, generate_series(1, ?) as i where head.account_id = ?`,
-      [reader.accountId, done, size, target, batch, reader.accountId],
-    );
-    await database.em().execute('update audit_chain_heads set position = (select max(position) from audit_records where account_id = ?), last_time = now() where account_id = ?', [reader.accountId, reader.accountId]);
+  const [head] = await database.em().execute<{ position: string | number }[]>('select position from audit_chain_heads where account_id = ?', [reader.accountId]);
+  if (Number(head?.position ?? 0) >= size) {
+    log(`an account with ${label(size)} records, seeded by an earlier run`);
+  } else {
+    log(`an account with ${label(size)} records`);
+    for (let done = 0; done < size; done += 1_000_000) {
+      const batch = Math.min(1_000_000, size - done);
+      await database.em().execute(
+        `insert into audit_records (account_id, position, id, execution_time, action, root_resource_type, root_resource_id, actor_type, actor_id, method_type, method_truncated_token, body, previous_hash, hash)
+         select ?, head.position + i, gen_random_uuid(), now() - interval '1 minute' - interval '365 days' * (1 - (? + i)::float8 / ?), 'update', 'user',
+                left(?, 2) || lpad((1 + (i % 1000))::text, 5, '0'), 'api_key_reference', 'PBENCH1', 'api_token', 'ab12',
+                '{"actors": [{"id": "PBENCH1", "type": "api_key_reference"}], "method": {"type": "api_token", "description": "PUT /users", "truncatedToken": "ab12"}, "details": {"fields": [{"name": "job_title", "value": "Seeded", "beforeValue": null}], "resource": {"id": "PB00001", "type": "user_reference"}, "references": []}, "rootResource": {"id": "PB00001", "type": "user_reference"}, "executionContext": {"requestId": null, "remoteAddress": null}}'::jsonb,
+                '', ''
+           from audit_chain_heads head, generate_series(1, ?) as i where head.account_id = ?`,
+        [reader.accountId, done, size, target, batch, reader.accountId],
+      );
+      await database.em().execute('update audit_chain_heads set position = (select max(position) from audit_records where account_id = ?), last_time = now() where account_id = ?', [reader.accountId, reader.accountId]);
+    }
+    await database.em().execute('vacuum analyze audit_records');
   }
-  await database.em().execute('vacuum analyze audit_records');
-  for (let i = 0; i < 30; i++) await timed(withTrail, reader.apiKey, 'PUT', `/users/${target}`, JSON.stringify({ user: { job_title: `Latest ${i}` } }));
-  const medians = [];
-  for (const path of ['/audit/records?limit=25', `/users/${target}/audit/records?limit=25`]) {
-    for (let i = 0; i < 10; i++) await timed(withTrail, reader.apiKey, 'GET', path);
-    const times: number[] = [];
-    for (let i = 0; i < readIterations; i++) times.push(await timed(withTrail, reader.apiKey, 'GET', path));
-    medians.push(percentile(times, 0.5));
-  }
-  p50s.push([medians[0]!, medians[1]!]);
-  readRows.push(`| ${label(size)} | ${fixed(medians[0]!)} | ${fixed(medians[1]!)} |`);
-  const since = new Date(Date.now() - 86_400_000).toISOString();
+  for (let i = 0; i < 30; i++) await timed(withTrail, reader.apiKey, 'PUT', `/users/${target}`, JSON.stringify({ user: { job_title: `Latest ${runStamp} ${i}` } }));
+  readers.push({ size, apiKey: reader.apiKey, paths: ['/audit/records?limit=25', `/users/${target}/audit/records?limit=25`] });
+  const [since, until] = [new Date(Date.now() - 86_400_000).toISOString(), new Date().toISOString()];
   for (const [what, sql, params] of [
-    ['GET /audit/records', 'select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= now() order by execution_time desc, position desc limit 26', [reader.accountId, since]],
-    ['GET /users/{id}/audit/records', `select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= now() and root_resource_type = 'user' and root_resource_id = ? order by execution_time desc, position desc limit 26`, [reader.accountId, since, target]],
+    ['GET /audit/records', 'select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= ? order by execution_time desc, position desc limit 26', [reader.accountId, since, until]],
+    ['GET /users/{id}/audit/records', `select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= ? and root_resource_type = 'user' and root_resource_id = ? order by execution_time desc, position desc limit 26`, [reader.accountId, since, until, target]],
   ] as const) {
     const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(`explain (analyze, buffers) ${database.em().getPlatform().formatQuery(sql, [...params])}`);
     plans.push(`#### ${label(size)} records, ${what}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);
   }
 }
+const readRounds = Number(process.env.AUDIT_BENCH_READ_ROUNDS ?? 3);
+const perRound = Math.ceil(readIterations / readRounds);
+const readTimes = readers.map(() => [[] as number[], [] as number[]] as const);
+const readRows: string[] = ['', '| records in the account | round | load average before | GET /audit/records?limit=25 p50 (ms) | GET /users/{id}/audit/records?limit=25 p50 (ms) |', '|---|---|---|---|---|'];
+for (let round = 1; round <= readRounds; round++) {
+  const load = os.loadavg()[0]!.toFixed(1);
+  const order = readers.map((_, index) => index);
+  if (round % 2 === 0) order.reverse();
+  for (const index of order) for (const path of readers[index]!.paths) for (let i = 0; i < 10; i++) await timed(withTrail, readers[index]!.apiKey, 'GET', path);
+  log(`reads, round ${round}: ${perRound} requests per size and route`);
+  const roundTimes = readers.map(() => [[] as number[], [] as number[]] as const);
+  for (let i = 0; i < perRound; i++) {
+    for (const index of order) {
+      for (const route of [0, 1] as const) {
+        const elapsed = await timed(withTrail, readers[index]!.apiKey, 'GET', readers[index]!.paths[route]);
+        roundTimes[index]![route].push(elapsed);
+        readTimes[index]![route].push(elapsed);
+      }
+    }
+  }
+  for (const [index, reader] of readers.entries()) readRows.push(`| ${label(reader.size)} | ${round} | ${load} | ${fixed(percentile(roundTimes[index]![0], 0.5))} | ${fixed(percentile(roundTimes[index]![1], 0.5))} |`);
+}
+const p50s = readTimes.map(([account, user]) => [percentile(account, 0.5), percentile(user, 0.5)] as const);
+for (const [index, reader] of readers.entries()) readRows.push(`| ${label(reader.size)} | all | | ${fixed(p50s[index]![0])} | ${fixed(p50s[index]![1])} |`);
 if (p50s.length > 1) {
   const [first, last] = [p50s[0]!, p50s[p50s.length - 1]!];
-  readRows.push(`| ratio ${label(sizes[sizes.length - 1]!)} / ${label(sizes[0]!)} | ${fixed(last[0] / first[0], 2)}x | ${fixed(last[1] / first[1], 2)}x |`);
+  readRows.push(`| ratio ${label(sizes[sizes.length - 1]!)} / ${label(sizes[0]!)} | all | | ${fixed(last[0] / first[0], 2)}x | ${fixed(last[1] / first[1], 2)}x |`);
 }
 await withTrail.stop();
 await database.close();
-output.push(...readRows, '', '### Plans of the two reads (EXPLAIN (ANALYZE, BUFFERS)), at each size', '', ...plans, '');
+if (sizes.length > 0) output.push(...readRows, '', '### Plans of the two reads (EXPLAIN (ANALYZE, BUFFERS)), at each size', '', ...plans, '');
 process.stdout.write(`${output.join('\n')}\n`);

@@ -27,18 +27,20 @@ export interface ChainedRecord {
   body: AuditRecordBody;
 }
 
-/**
- * SHA-256 over the previous record's hash and this record: editing a record changes its hash,
- * removing one breaks the link of the next, and moving one changes the position its hash covers.
- * The record is serialized in one fixed order (`orderedBody`), so the write path pays one
- * `JSON.stringify` per record, and a body read back from jsonb (which reorders keys) hashes the same.
- */
-export function chainHash(previousHash: string, record: ChainedRecord): string {
-  const covered = JSON.stringify([
-    record.accountId,
-    String(record.position),
-    record.id,
-    record.executionTime.toISOString(),
+/** What a record says besides its place in the chain (account, position, id, time), in the order the chain hashes it. */
+export type ChainedContent = [
+  action: string,
+  rootResourceType: string,
+  rootResourceId: string,
+  actorType: string | null,
+  actorId: string | null,
+  methodType: string,
+  methodTruncatedToken: string | null,
+  body: AuditRecordBody,
+];
+
+export function chainedContent(record: Omit<ChainedRecord, 'accountId' | 'position' | 'id' | 'executionTime'>): ChainedContent {
+  return [
     record.action,
     record.rootResourceType,
     record.rootResourceId,
@@ -47,7 +49,19 @@ export function chainHash(previousHash: string, record: ChainedRecord): string {
     record.methodType,
     record.methodTruncatedToken,
     orderedBody(record.body),
-  ]);
+  ];
+}
+
+/**
+ * SHA-256 over the previous record's hash and this record: editing a record changes its hash,
+ * removing one breaks the link of the next, and moving one changes the position its hash covers.
+ * The record is serialized in one fixed order (`chainedContent`), so a body read back from jsonb
+ * (which reorders keys) hashes the same. The write path computes the same digest in the database
+ * (`audit_append_records`, where the chain's head is locked) from the JSON text of
+ * `chainedContent`; this is the verifier's side.
+ */
+export function chainHash(previousHash: string, record: ChainedRecord): string {
+  const covered = JSON.stringify([record.accountId, String(record.position), record.id, record.executionTime.toISOString(), ...chainedContent(record)]);
   return createHash('sha256').update(previousHash).update('\n').update(covered).digest('hex');
 }
 

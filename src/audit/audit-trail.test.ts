@@ -398,6 +398,19 @@ describe('integrity', () => {
     expect(await verifyAuditChain(h.database.em(), account.id)).toEqual({ ok: true, verified: (await count(account.id)) });
   });
 
+  test('the database links the chain as the verifier hashes it, whatever the records hold, one record or a batch', async () => {
+    const account = await h.createAccount();
+    const users = await Promise.all([1, 2, 3].map(() => h.createUser(account)));
+    // Quotes, a backslash, an apostrophe, accents, CJK, an astral-plane emoji, a tab: each escaped or kept as is by JSON.
+    const title = 'Zoë "Q" O\'Brien \\ 日本 😀\tend';
+    expect((await h.rest('put', `/users/${users[0]!.id}`, { key: account.key, body: { user: { job_title: title } } })).status).toBe(200);
+    const bulk = await h.rest('put', '/users', { key: account.key, body: { users: users.map((user) => ({ id: user.id, type: 'user', job_title: `${title} ${user.id}` })) } });
+    expect(bulk.status).toBe(200);
+    const titles = (await records(account)).map((record) => field(record, 'job_title')?.value).filter((value) => value !== undefined);
+    expect(titles).toEqual(expect.arrayContaining([title, ...users.map((user) => `${title} ${user.id}`)]));
+    expect(await verifyAuditChain(h.database.em(), account.id)).toEqual({ ok: true, verified: await count(account.id) });
+  });
+
   test('the purge removes what is past retention, records itself, and the chain still verifies', async () => {
     const { account } = await chainOf(3);
     const total = await count(account.id);

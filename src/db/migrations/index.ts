@@ -11,6 +11,8 @@ import { Migration20261123000100_security_fixes } from './Migration2026112300010
 import { Migration20261123000200_audit_trail } from './Migration20261123000200_audit_trail.js';
 import { Migration20261123000300_scim_provisioning } from './Migration20261123000300_scim_provisioning.js';
 import { Migration20261123000400_sso } from './Migration20261123000400_sso.js';
+import { Migration20261124010000_audit_append_function } from './Migration20261124010000_audit_append_function.js';
+import { Migration20261124010100_audit_records_account_through_head } from './Migration20261124010100_audit_records_account_through_head.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
 export const migrationsList: MigrationObject[] = [
@@ -26,4 +28,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261123000200_audit_trail', class: Migration20261123000200_audit_trail },
   { name: 'Migration20261123000300_scim_provisioning', class: Migration20261123000300_scim_provisioning },
   { name: 'Migration20261123000400_sso', class: Migration20261123000400_sso },
+  { name: 'Migration20261124010000_audit_append_function', class: Migration20261124010000_audit_append_function },
+  { name: 'Migration20261124010100_audit_records_account_through_head', class: Migration20261124010100_audit_records_account_through_head },
 ];
