@@ -2,8 +2,8 @@
 // (createApp: request id, CORS, access log, authentication, rate limit, envelope, GraphQL
 // execution) on the benchmark database. The access log is written (to /dev/null) like in
 // production, at level info. With BENCH_COUNT_STATEMENTS=1 it counts the SQL statements it runs.
-// BENCH_DATABASE_POOLER and BENCH_REPLICA_URLS (bench/scale-out.ts) set DATABASE_POOLER and
-// DATABASE_REPLICA_URLS as the server reads them.
+// BENCH_DATABASE_POOLER, BENCH_PREPARED_STATEMENTS and BENCH_REPLICA_URLS (bench/scale-out.ts) set
+// DATABASE_POOLER, DATABASE_PREPARED_STATEMENTS and DATABASE_REPLICA_URLS as the server reads them.
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -14,7 +14,7 @@ import { createApp } from '../src/app/app.js';
 import { openDatabase } from '../src/db/database.js';
 import { createLogger } from '../src/logging/logger.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
-import type { DatabasePooler } from '../src/db/pooler.js';
+import type { DatabasePooler, PreparedStatementsSetting } from '../src/db/pooler.js';
 import { DEFAULT_LIVE_LIMITS } from '../src/live-updates/live-socket-server.js';
 import { BENCH_URLS } from './settings.js';
 import { AUDIT_TRAIL_HOOK } from '../src/audit/audit-trail.hook.js';
@@ -29,6 +29,7 @@ const database = await openDatabase({
   commitHooks: allCommitHooks().filter((hook) => process.env.BENCH_AUDIT_TRAIL !== 'off' || hook.name !== AUDIT_TRAIL_HOOK),
   poolMax: 10,
   pooler: (process.env.BENCH_DATABASE_POOLER ?? 'none') as DatabasePooler,
+  preparedStatements: (process.env.BENCH_PREPARED_STATEMENTS ?? 'auto') as PreparedStatementsSetting,
   // Live updates LISTEN on a direct connection: a transaction pooler cannot carry a session's LISTEN.
   listenUrl: process.env.BENCH_LISTEN_URL,
   replicaUrls: (process.env.BENCH_REPLICA_URLS ?? '').split(',').filter(Boolean),
