@@ -163,7 +163,8 @@ export function readPath(em: EntityManager): ReadPath {
         return rows as T[];
       } catch (error) {
         logger.logQuery({ query: sql, params, took: Date.now() - started, level: 'error' });
-        throw error;
+        // As em.execute reports it (ConnectionException and kin), so callers classify it the same.
+        throw em.getDriver().convertException(error as Error);
       }
     };
     return options.replica ? routePresentingRead(em, primary, read) : read(primary);
