@@ -144,11 +144,14 @@ const pooled = pooler !== 'none';
     }
   });
 
-  test('DATABASE_PREPARED_STATEMENTS=off: the same read, unnamed, values still bound', async () => {
+  test('DATABASE_PREPARED_STATEMENTS=off: the same read, unnamed, values still bound, even where another database of the process names it', async () => {
+    const sql = 'select name from users where id = ?';
+    const named = await sentDuring(() => readPath(h.database.em()).rows(sql, [quotedId], { prepared: true }));
+    expect(named.find((statement) => statement.text === 'select name from users where id = $1')?.name).toMatch(/^aag_/);
     const database = await openDatabase({ databaseUrl: h.database.url, dataDir: undefined, entities: allEntities(), poolMax: 1, preparedStatements: 'off' });
     try {
       record((await database.orm.em.getConnection().getNativeClient()) as pg.Pool);
-      const statements = await sentDuring(() => readPath(database.em()).rows('select name from users where id = ?', [quotedId], { prepared: true }));
+      const statements = await sentDuring(() => readPath(database.em()).rows(sql, [quotedId], { prepared: true }));
       expect(statements).toEqual([expect.objectContaining({ text: 'select name from users where id = $1', values: [quotedId] })]);
       expect(statements[0]!.name).toBeUndefined();
     } finally {

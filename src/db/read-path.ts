@@ -77,17 +77,20 @@ interface BoundStatement {
 }
 
 const kept = new Map<string, BoundStatement>();
-let named = 0;
+let namesGiven = 0;
 
 function bound(sql: string, prepared: boolean): BoundStatement {
-  const known = kept.get(sql);
-  if (known && (known.name !== undefined || !prepared || named >= MAX_NAMED_STATEMENTS)) return known;
-  const statement = known ?? numberedPlaceholders(sql);
-  if (prepared && named < MAX_NAMED_STATEMENTS) {
-    statement.name = `aag_${createHash('sha256').update(statement.text).digest('hex').slice(0, 24)}`;
-    named++;
+  let statement = kept.get(sql);
+  if (!statement) {
+    statement = numberedPlaceholders(sql);
+    // Past the bound a text is converted on each use and never named (names are counted once per kept text).
+    if (kept.size >= MAX_KEPT_STATEMENTS) return statement;
+    kept.set(sql, statement);
   }
-  if (!known && kept.size < MAX_KEPT_STATEMENTS) kept.set(sql, statement);
+  if (prepared && statement.name === undefined && namesGiven < MAX_NAMED_STATEMENTS) {
+    statement.name = `aag_${createHash('sha256').update(statement.text).digest('hex').slice(0, 24)}`;
+    namesGiven++;
+  }
   return statement;
 }
 
@@ -148,15 +151,17 @@ export function readPath(em: EntityManager): ReadPath {
   const run = async <T extends object>(sql: string, params: readonly unknown[], options: ReadOptions): Promise<T[]> => {
     // Inside a write every statement joins its transaction, on the transaction's connection.
     if (em.isInTransaction()) return em.execute<T[]>(sql, params.map((value) => (Array.isArray(value) ? arrayLiteral(value) : value)), 'all');
-    const statement = bound(sql, Boolean(options.prepared) && named);
+    const statement = bound(sql, Boolean(options.prepared));
+    // The name is the statement's; whether it is used is this database's setting (one process may open several).
+    const name = named ? statement.name : undefined;
     if (statement.parameters !== params.length) throw new Error(`read path: ${statement.parameters} placeholders, ${params.length} values`);
     const read = async (connection: StatementConnection): Promise<T[]> => {
       const client = await nativeClient(connection);
       const values = [...params];
       const started = Date.now();
       try {
-        const { rows } = statement.name
-          ? await client.query({ name: statement.name, text: statement.text, values })
+        const { rows } = name
+          ? await client.query({ name, text: statement.text, values })
           : await client.query(statement.text, values);
         // Reported like MikroORM's own statements (tests count them, tracing makes spans of them).
         logger.logQuery({ query: sql, params, took: Date.now() - started, results: rows.length, level: 'info' });
