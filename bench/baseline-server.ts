@@ -1,6 +1,7 @@
 // The hand-written baseline of `npm run bench`: node:http + pg, no framework, no ORM. It runs the
 // same SQL statements as the service for each benchmarked request and answers the same JSON bytes
-// (bench/run.ts compares the bodies before timing). Started as a child process by bench/run.ts.
+// (bench/run.ts compares the bodies before timing), every statement a named prepared statement.
+// Started as a child process by bench/run.ts.
 import http from 'node:http';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
@@ -9,9 +10,17 @@ import { BENCH_URLS } from './settings.js';
 const pool = new pg.Pool({ connectionString: process.env.BENCH_DATABASE_URL, max: 10 });
 let statements = 0;
 type Client = pg.Pool | pg.PoolClient;
+/**
+ * Every statement as a named prepared statement, named after its text: each connection parses and
+ * plans it once, then sends only Bind/Execute with the values, as a careful hand-written server does.
+ */
+const statementName = (sql: string) => `b${createHash('sha256').update(sql).digest('hex').slice(0, 16)}`;
+const names = new Map<string, string>();
 const query = <T extends pg.QueryResultRow>(client: Client, sql: string, params: unknown[] = []) => {
   statements++;
-  return client.query<T>(sql, params);
+  let name = names.get(sql);
+  if (name === undefined) names.set(sql, (name = statementName(sql)));
+  return client.query<T>({ name, text: sql, values: params });
 };
 
 interface Principal {

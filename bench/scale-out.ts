@@ -8,7 +8,10 @@
 // (`npm run bench` runs them too, after its own scenarios, when either URL is set.) Seeds
 // `aag_bench_scale` on the primary (BENCH_SCALE_USERS users, default 10,000), then:
 // 1. PgBouncer vs direct: the service with DATABASE_POOLER=pgbouncer-transaction through PgBouncer
-//    against the same service straight to the primary, GET /users/:id and GET /users?limit=25.
+//    (statements unnamed, values as bind parameters) against the same service straight to the
+//    primary, GET /users/:id and GET /users?limit=25: once with the direct service's named prepared
+//    statements (its default), once with them off (DATABASE_PREPARED_STATEMENTS=off).
+//    BENCH_DB_PREFIX names the database (<prefix>_scale, default aag_bench_scale).
 // 2. Replica vs none under a write load: pgbench updates rows on the primary the whole time; the
 //    service without replicas against the service with the replica, GET /users?limit=25 and
 //    GET /users/:id, plus what one listing statement costs on each server.
@@ -28,7 +31,8 @@ import { seedCommand } from '../src/cli/commands/seed.command.js';
 import { userListStatements } from '../src/users/user.reads.js';
 import { call, load, log, median, startService, type LoadResult, type Scenario, type Server } from './servers.js';
 
-const DATABASE = 'aag_bench_scale';
+/** BENCH_DB_PREFIX as in bench/run.ts, so checkouts with different schemas keep their own database. */
+const DATABASE = `${process.env.BENCH_DB_PREFIX ?? 'aag_bench'}_scale`;
 const WRITE_LOAD_ROWS = 10_000;
 
 interface Settings {
@@ -184,12 +188,15 @@ export async function scaleOutReport(settings: Settings): Promise<string[]> {
 
   if (settings.pgbouncerUrl) {
     const direct = await startService(withDatabase(settings.primaryUrl));
+    const directUnnamed = await startService(withDatabase(settings.primaryUrl), { DATABASE_PREPARED_STATEMENTS: 'off' });
     const pooled = await startService(withDatabase(settings.pgbouncerUrl), { DATABASE_POOLER: 'pgbouncer-transaction', DATABASE_LISTEN_URL: withDatabase(settings.primaryUrl) });
     try {
-      const results = await compare(settings, { a: direct, b: pooled }, scenarios, apiKey);
-      output.push('', '#### PgBouncer (pool_mode = transaction) vs direct', '', ...header('direct', 'PgBouncer'), ...results.map((r) => row(r.scenario.name, r.a, r.b)));
+      const prepared = await compare(settings, { a: direct, b: pooled }, scenarios, apiKey);
+      output.push('', '#### PgBouncer (pool_mode = transaction, unnamed statements) vs direct with named prepared statements', '', ...header('direct', 'PgBouncer'), ...prepared.map((r) => row(r.scenario.name, r.a, r.b)));
+      const unnamed = await compare(settings, { a: directUnnamed, b: pooled }, scenarios, apiKey);
+      output.push('', '#### PgBouncer vs direct, both with unnamed statements (DATABASE_PREPARED_STATEMENTS=off on the direct one)', '', ...header('direct, off', 'PgBouncer'), ...unnamed.map((r) => row(r.scenario.name, r.a, r.b)));
     } finally {
-      await Promise.all([direct.request('stop'), pooled.request('stop')]);
+      await Promise.all([direct.request('stop'), directUnnamed.request('stop'), pooled.request('stop')]);
     }
   }
 

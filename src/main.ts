@@ -22,6 +22,7 @@ async function main(): Promise<void> {
     replicaUrls: config.databaseReplicaUrls,
     replicaMaxLagMs: config.databaseReplicaMaxLagMs,
     pooler: config.databasePooler,
+    preparedStatements: config.databasePreparedStatements,
     recentWrites: config.redisUrl ? (windowMs) => sharedRecentWrites(config.redisUrl!, windowMs, config.redisCommandTimeoutMs) : undefined,
     listenUrl: config.databaseListenUrl,
     dataDir: config.dataDir,

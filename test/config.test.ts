@@ -90,6 +90,16 @@ test('scale-out settings: DATABASE_POOLER none or pgbouncer-transaction (needs D
   for (const bad of ['0', '-1', '1.5', 'soon']) expect(() => loadConfig({ DATABASE_REPLICA_MAX_LAG_MS: bad })).toThrow(/DATABASE_REPLICA_MAX_LAG_MS must be an integer from 10/);
 });
 
+test('DATABASE_PREPARED_STATEMENTS: auto by default; on is refused behind a transaction pooler, which auto and off accept', () => {
+  const pooled = { DATABASE_URL: 'postgres://app@pgbouncer:6432/app', DATABASE_POOLER: 'pgbouncer-transaction', DATABASE_LISTEN_URL: 'postgres://app@primary/app' };
+  expect(loadConfig({}).databasePreparedStatements).toBe('auto');
+  expect(loadConfig({ DATABASE_URL: 'postgres://app@primary/app', DATABASE_PREPARED_STATEMENTS: 'on' }).databasePreparedStatements).toBe('on');
+  expect(loadConfig({ ...pooled, DATABASE_PREPARED_STATEMENTS: 'off' }).databasePreparedStatements).toBe('off');
+  expect(loadConfig(pooled).databasePreparedStatements).toBe('auto');
+  expect(() => loadConfig({ ...pooled, DATABASE_PREPARED_STATEMENTS: 'on' })).toThrow(/DATABASE_PREPARED_STATEMENTS=on cannot work with DATABASE_POOLER=pgbouncer-transaction/);
+  expect(() => loadConfig({ DATABASE_PREPARED_STATEMENTS: 'yes' })).toThrow(/DATABASE_PREPARED_STATEMENTS must be one of auto, on, off/);
+});
+
 test('live updates: bounds have defaults and are checked; DATABASE_LISTEN_URL is a postgres URL beside DATABASE_URL', () => {
   expect(loadConfig({}).liveUpdates).toEqual({ maxConnectionsPerCredential: 10, maxSubscriptionsPerConnection: 20, maxBufferedBytes: 262_144, keepAliveMs: 12_000 });
   expect(loadConfig({ LIVE_MAX_SUBSCRIPTIONS_PER_CONNECTION: '5', LIVE_KEEP_ALIVE_MS: '30000' }).liveUpdates).toMatchObject({ maxSubscriptionsPerConnection: 5, keepAliveMs: 30_000 });

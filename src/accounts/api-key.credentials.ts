@@ -1,5 +1,6 @@
 import type { CredentialResolver } from '../auth/authenticate.js';
 import { isUserRole } from '../auth/roles.js';
+import { readPath } from '../db/read-path.js';
 
 interface ApiKeyRow {
   id: string;
@@ -16,12 +17,13 @@ interface ApiKeyRow {
 export const apiKeyCredentials: CredentialResolver = {
   scheme: 'token',
   async resolve(em, digest) {
-    const [row] = await em.execute<ApiKeyRow[]>(
+    const [row] = await readPath(em).rows<ApiKeyRow>(
       `select k.id, k.account_id, k.user_id, k.read_only, u.role
          from api_keys k
          left join users u on u.id = k.user_id and u.deleted_at is null and u.suspended_at is null
         where k.token_digest = ? and k.revoked_at is null`,
       [digest],
+      { prepared: true },
     );
     if (!row) return undefined;
     if (row.user_id === null) {

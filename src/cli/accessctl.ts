@@ -42,7 +42,7 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const config = loadConfig();
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, pooler: config.databasePooler, lockTimeoutMs: config.databaseLockTimeoutMs, statementTimeoutMs: config.databaseStatementTimeoutMs, dataDir: config.dataDir, entities: allEntities(), commitHooks: allCommitHooks(), embeddedAccess: 'join' });
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, pooler: config.databasePooler, preparedStatements: config.databasePreparedStatements, lockTimeoutMs: config.databaseLockTimeoutMs, statementTimeoutMs: config.databaseStatementTimeoutMs, dataDir: config.dataDir, entities: allEntities(), commitHooks: allCommitHooks(), embeddedAccess: 'join' });
   try {
     const applied = await database.migrate();
     if (applied.length) process.stderr.write(`applied migrations: ${applied.join(', ')}\n`);

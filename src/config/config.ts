@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { isIP } from 'node:net';
-import { DATABASE_POOLERS, type DatabasePooler } from '../db/pooler.js';
+import { DATABASE_POOLERS, PREPARED_STATEMENTS_SETTINGS, preparedStatementsProblem, type DatabasePooler, type PreparedStatementsSetting } from '../db/pooler.js';
 import { DEFAULT_REPLICA_MAX_LAG_MS } from '../db/replicas.js';
 
 export type NodeEnv = 'development' | 'production' | 'test';
@@ -54,6 +54,8 @@ export interface AppConfig {
   databasePooler: DatabasePooler;
   /** A direct connection for the one `LISTEN` of live updates, when `databaseUrl` goes through a transaction-pooling PgBouncer. */
   databaseListenUrl: string | undefined;
+  /** Hot reads as named prepared statements: `auto` (unless behind a transaction pooler), `on` or `off` (src/db/pooler.ts). */
+  databasePreparedStatements: PreparedStatementsSetting;
   /** How long a write waits for a row lock before answering 503 busy (`SET LOCAL lock_timeout`). */
   databaseLockTimeoutMs: number;
   dataDir: string;
@@ -209,6 +211,13 @@ export function loadConfig(env: Env = process.env): AppConfig {
   // A transaction pooler hands each transaction any server connection: a LISTEN through it hears nothing reliably.
   if (databasePooler === 'pgbouncer-transaction' && databaseUrl !== undefined && databaseListenUrl === undefined) problems.push('DATABASE_POOLER=pgbouncer-transaction needs DATABASE_LISTEN_URL: a direct connection to the primary for the LISTEN of live updates');
 
+  const preparedRaw = read('DATABASE_PREPARED_STATEMENTS') ?? 'auto';
+  let databasePreparedStatements: PreparedStatementsSetting = 'auto';
+  if ((PREPARED_STATEMENTS_SETTINGS as readonly string[]).includes(preparedRaw)) databasePreparedStatements = preparedRaw as PreparedStatementsSetting;
+  else problems.push(`DATABASE_PREPARED_STATEMENTS must be one of ${PREPARED_STATEMENTS_SETTINGS.join(', ')} (got "${preparedRaw}")`);
+  const preparedProblem = preparedStatementsProblem(databasePreparedStatements, databasePooler);
+  if (preparedProblem) problems.push(preparedProblem);
+
   const apiVendor = read('API_VENDOR') ?? 'pagerduty';
   if (!/^[a-z0-9][a-z0-9.-]*$/i.test(apiVendor)) problems.push(`API_VENDOR must be a plain vendor name such as "pagerduty" (got "${apiVendor}")`);
 
@@ -239,6 +248,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     databaseReplicaMaxLagMs: integer('DATABASE_REPLICA_MAX_LAG_MS', DEFAULT_REPLICA_MAX_LAG_MS, 10, 3_600_000),
     databasePooler,
     databaseListenUrl,
+    databasePreparedStatements,
     databaseLockTimeoutMs: integer('DATABASE_LOCK_TIMEOUT_MS', 5_000, 1, 600_000),
     dataDir: path.resolve(read('DATA_DIR') ?? '.data'),
     publicApiUrl: url('PUBLIC_API_URL', `http://localhost:${port}`, ['http:', 'https:']),

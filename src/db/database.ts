@@ -14,7 +14,8 @@ import { recordSqlSpan } from '../observability/tracing.js';
 import { observePool } from './pool-metrics.js';
 import { DEFAULT_TRANSACTION_POLICY, TransactionRunner, type TransactionObserver } from './transaction.js';
 import type { CommitHook } from './change-journal.js';
-import { sessionStateSurvives, type DatabasePooler } from './pooler.js';
+import { namedStatementsAllowed, sessionStateSurvives, type DatabasePooler, type PreparedStatementsSetting } from './pooler.js';
+import { configureReadPath } from './read-path.js';
 import { DEFAULT_REPLICA_MAX_LAG_MS, ReplicaSet, type StatementConnection } from './replicas.js';
 import { ReadRouting } from './read-routing.js';
 import { MemoryRecentWrites, type RecentWrites } from './recent-writes.js';
@@ -38,6 +39,12 @@ export interface DatabaseOptions {
   recentWrites?: (windowMs: number) => RecentWrites;
   /** What sits between this process and PostgreSQL (DATABASE_POOLER, src/db/pooler.ts). */
   pooler?: DatabasePooler;
+  /**
+   * Whether the read path's hot statements go as named prepared statements (DATABASE_PREPARED_STATEMENTS,
+   * default `auto`: PostgreSQL without a transaction pooler). Embedded, never: the socket a CLI
+   * joins through shares one session among all its clients.
+   */
+  preparedStatements?: PreparedStatementsSetting;
   /**
    * PostgreSQL only: where the one listening connection (`LISTEN`) goes, when the pool's URL
    * leads through a transaction-pooling PgBouncer (`DATABASE_LISTEN_URL`); unset, `databaseUrl`.
@@ -214,6 +221,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const base = baseOrmOptions(options.entities, options.onQuery);
   const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_TRANSACTION_POLICY.lockTimeoutMs;
   const pooler = options.databaseUrl ? options.pooler ?? 'none' : 'none';
+  // Checked before anything opens: `on` behind a transaction pooler is a configuration error.
+  const namedStatements = options.databaseUrl !== undefined && namedStatementsAllowed(options.preparedStatements ?? 'auto', pooler);
   let orm: MikroORM;
   let embedded: EmbeddedConnection | undefined;
   if (options.databaseUrl) {
@@ -230,6 +239,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   }
   const kind: Database['kind'] = embedded ? 'embedded' : 'postgresql';
   if (!embedded) await observePool(orm, options.poolMax ?? 10);
+  configureReadPath(orm.em as EntityManager, { namedStatements });
 
   const em = () => orm.em.fork() as EntityManager;
   const onConnection = kind === 'postgresql' && sessionStateSurvives(pooler);

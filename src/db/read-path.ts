@@ -1,50 +1,190 @@
+import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/sql';
 import { routePresentingRead } from './read-routing.js';
 import type { StatementConnection } from './replicas.js';
 
 /**
- * The one place that decides how presenting reads reach the database. Reads that only present data
- * (users list/show/viewer, counts, connection pages) run one plain SQL statement through the
- * request's connection and get plain objects back: no entity construction, no identity map, no
- * unit of work, only the columns asked for. Writes keep entities and transactions, except the ones
+ * The one place that decides how reads reach the database. Reads that only present data
+ * (users list/show/viewer, counts, connection pages) and credential look-ups run one plain SQL
+ * statement and get plain objects back: no entity construction, no identity map, no unit of work,
+ * only the columns asked for. Writes keep entities and transactions, except the ones
  * src/db/write-path.ts takes.
  *
+ * Each statement goes over the extended protocol with its values as bind parameters (never
+ * inlined into the text as MikroORM's `execute` does): the text stays the same whatever the
+ * values, and a value is data, whatever it contains. Hot statements (`prepared`) go as named
+ * prepared statements where DATABASE_PREPARED_STATEMENTS allows (src/db/pooler.ts), so each
+ * server session parses and plans them once and then receives only their values.
+ *
  * Measured under load (docs/BENCHMARKS.md): entity hydration and the identity map were the largest
- * share of a read request's CPU; a plain row costs a fraction of that.
+ * share of a read request's CPU; a plain row costs a fraction of that. Round two: statements as
+ * simple-protocol text with inlined values cost a parse and plan per statement and longer socket
+ * writes than a hand-written server's prepared statements.
  */
-export interface ReadPath {
+export interface ReadOptions {
   /**
-   * Rows as plain objects. `replica` reads may be served by a read replica (src/db/read-routing.ts
-   * decides; never credentials, never inside a write) and so may lag the primary for other clients.
+   * May be served by a read replica (src/db/read-routing.ts decides; never credentials, never inside
+   * a write), and so may lag the primary for other clients.
    */
-  rows<T extends object>(sql: string, params: readonly unknown[], options?: { replica?: boolean }): Promise<T[]>;
+  replica?: boolean;
+  /**
+   * Run by every request of its kind, with a plan that does not depend on its values (keys, limits;
+   * not search terms, whose best plan does): a named prepared statement where allowed.
+   */
+  prepared?: boolean;
+}
+
+export interface ReadPath {
+  /** Rows as plain objects. `?` marks each parameter; a list is one parameter (`= any(?)`). */
+  rows<T extends object>(sql: string, params: readonly unknown[], options?: ReadOptions): Promise<T[]>;
   /** A `count(*)` (or any single number in column `n`): counts without loading rows. */
-  count(sql: string, params: readonly unknown[], options?: { replica?: boolean }): Promise<number>;
+  count(sql: string, params: readonly unknown[], options?: ReadOptions): Promise<number>;
   /**
    * How many rows the planner expects each statement to return, from the table statistics, without
    * running them (one round trip): for choosing between strategies that give the same, exact answer.
+   * Never prepared: the estimate is for these values.
    */
   estimate(statements: readonly { sql: string; params: readonly unknown[] }[], options?: { replica?: boolean }): Promise<number[]>;
 }
 
+/** How an ORM's reads are sent (src/db/database.ts sets it when it opens the database). */
+export interface ReadPathSettings {
+  /** Hot statements as named prepared statements (PostgreSQL, and no transaction pooler in between). */
+  namedStatements: boolean;
+}
+
+const settingsByOrm = new WeakMap<object, ReadPathSettings>();
+
+/** Keyed by the ORM's configuration, which every entity manager forked from it shares. */
+export function configureReadPath(em: EntityManager, settings: ReadPathSettings): void {
+  settingsByOrm.set(em.config, settings);
+}
+
+/**
+ * Named statements a process gives out, at most: every server session then holds at most this many,
+ * whatever combinations of selected fields requests ask for. Past it, statements go unnamed.
+ */
+export const MAX_NAMED_STATEMENTS = 200;
+/** Statement texts whose `$n` form is kept (converting is a scan of the text); past it, converted each time. */
+const MAX_KEPT_STATEMENTS = 2_000;
+
+interface BoundStatement {
+  /** The text with `$1`, `$2`, ... for the `?` placeholders. */
+  text: string;
+  parameters: number;
+  /** Set for a prepared statement: derived from the text, so it is the same on every connection and every instance. */
+  name?: string;
+}
+
+const kept = new Map<string, BoundStatement>();
+let namesGiven = 0;
+
+function bound(sql: string, prepared: boolean): BoundStatement {
+  let statement = kept.get(sql);
+  if (!statement) {
+    statement = numberedPlaceholders(sql);
+    // Past the bound a text is converted on each use and never named (names are counted once per kept text).
+    if (kept.size >= MAX_KEPT_STATEMENTS) return statement;
+    kept.set(sql, statement);
+  }
+  if (prepared && statement.name === undefined && namesGiven < MAX_NAMED_STATEMENTS) {
+    statement.name = `aag_${createHash('sha256').update(statement.text).digest('hex').slice(0, 24)}`;
+    namesGiven++;
+  }
+  return statement;
+}
+
+/**
+ * `?` placeholders (outside quoted literals and identifiers) as PostgreSQL's `$1`, `$2`, ...; `\?`
+ * is a literal question mark, as in MikroORM's `execute`.
+ */
+export function numberedPlaceholders(sql: string): BoundStatement {
+  let text = '';
+  let parameters = 0;
+  let quote: string | undefined;
+  for (let i = 0; i < sql.length; i++) {
+    const char = sql[i]!;
+    if (quote !== undefined) {
+      // A doubled quote inside a literal closes and reopens it: the same text either way.
+      if (char === quote) quote = undefined;
+      text += char;
+    } else if (char === "'" || char === '"') {
+      quote = char;
+      text += char;
+    } else if (char === '\\' && sql[i + 1] === '?') {
+      text += '?';
+      i++;
+    } else if (char === '?') {
+      if (sql[i + 1] === '?') throw new Error('read path: `??` (an identifier placeholder) is not a bind parameter');
+      text += `$${++parameters}`;
+    } else {
+      text += char;
+    }
+  }
+  return { text, parameters };
+}
+
+/** What the driver's own client offers: `pg`'s pool (a query config with `name` is a named statement) and PGlite. */
+interface NativeClient {
+  query(config: { text: string; values: unknown[]; name?: string }): Promise<{ rows: unknown[] }>;
+  query(text: string, values: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+const clients = new WeakMap<StatementConnection, NativeClient>();
+
+async function nativeClient(connection: StatementConnection): Promise<NativeClient> {
+  let client = clients.get(connection);
+  if (!client) clients.set(connection, (client = (await connection.getNativeClient()) as NativeClient));
+  return client;
+}
+
+/** A list as a PostgreSQL array literal, for the one path that still inlines values (em.execute inside a write). */
+function arrayLiteral(values: readonly unknown[]): string {
+  const element = (value: unknown) => (value === null || value === undefined ? 'NULL' : `"${String(value).replace(/["\\]/g, (char) => `\\${char}`)}"`);
+  return `{${values.map(element).join(',')}}`;
+}
+
 export function readPath(em: EntityManager): ReadPath {
+  const named = settingsByOrm.get(em.config)?.namedStatements ?? false;
   const primary = em.getConnection('write') as StatementConnection;
-  const run = <T>(sql: string, params: readonly unknown[], replica: boolean | undefined): Promise<T> => {
-    const read = (connection: StatementConnection) => connection.execute<T>(sql, [...params], 'all');
-    // Inside a write every statement stays on the primary.
-    return replica && !em.isInTransaction() ? routePresentingRead(em, primary, read) : read(primary);
+  const logger = em.config.getLogger();
+  const run = async <T extends object>(sql: string, params: readonly unknown[], options: ReadOptions): Promise<T[]> => {
+    // Inside a write every statement joins its transaction, on the transaction's connection.
+    if (em.isInTransaction()) return em.execute<T[]>(sql, params.map((value) => (Array.isArray(value) ? arrayLiteral(value) : value)), 'all');
+    const statement = bound(sql, Boolean(options.prepared));
+    // The name is the statement's; whether it is used is this database's setting (one process may open several).
+    const name = named ? statement.name : undefined;
+    if (statement.parameters !== params.length) throw new Error(`read path: ${statement.parameters} placeholders, ${params.length} values`);
+    const read = async (connection: StatementConnection): Promise<T[]> => {
+      const client = await nativeClient(connection);
+      const values = [...params];
+      const started = Date.now();
+      try {
+        const { rows } = name
+          ? await client.query({ name, text: statement.text, values })
+          : await client.query(statement.text, values);
+        // Reported like MikroORM's own statements (tests count them, tracing makes spans of them).
+        logger.logQuery({ query: sql, params, took: Date.now() - started, results: rows.length, level: 'info' });
+        return rows as T[];
+      } catch (error) {
+        logger.logQuery({ query: sql, params, took: Date.now() - started, level: 'error' });
+        // As em.execute reports it (ConnectionException and kin), so callers classify it the same.
+        throw em.getDriver().convertException(error as Error);
+      }
+    };
+    return options.replica ? routePresentingRead(em, primary, read) : read(primary);
   };
   return {
-    rows<T extends object>(sql: string, params: readonly unknown[], options: { replica?: boolean } = {}) {
-      return run<T[]>(sql, params, options.replica);
+    rows<T extends object>(sql: string, params: readonly unknown[], options: ReadOptions = {}) {
+      return run<T>(sql, params, options);
     },
-    async count(sql: string, params: readonly unknown[], options: { replica?: boolean } = {}) {
-      const [row] = await run<{ n: number | string }[]>(sql, params, options.replica);
+    async count(sql: string, params: readonly unknown[], options: ReadOptions = {}) {
+      const [row] = await run<{ n: number | string }>(sql, params, options);
       return Number(row?.n ?? 0);
     },
     async estimate(statements: readonly { sql: string; params: readonly unknown[] }[], options: { replica?: boolean } = {}) {
       const sql = statements.map((statement) => `(${statement.sql})`).join(' union all ');
-      const [row] = await run<{ 'QUERY PLAN': unknown }[]>(`explain (format json) ${sql}`, statements.flatMap((statement) => statement.params), options.replica);
+      const [row] = await run<{ 'QUERY PLAN': unknown }>(`explain (format json) ${sql}`, statements.flatMap((statement) => statement.params), { replica: options.replica });
       type Node = { 'Plan Rows': number; Plans?: Node[] };
       const text = row?.['QUERY PLAN'];
       const [{ Plan: plan }] = (typeof text === 'string' ? JSON.parse(text) : text) as [{ Plan: Node }];
@@ -64,11 +204,6 @@ export function isoTimestamp(column: string, alias: string): string {
 
 export function toDate(value: Date | string): Date {
   return value instanceof Date ? value : new Date(value);
-}
-
-/** `?, ?, ?` for a list of values (em.execute inlines each as an escaped literal). */
-export function placeholders(values: readonly unknown[]): string {
-  return values.map(() => '?').join(', ');
 }
 
 /** Escapes `\`, `%` and `_` so a user's term matches literally inside a LIKE pattern. */

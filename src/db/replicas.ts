@@ -3,9 +3,11 @@ import { replicaLag, replicaUp } from '../observability/metrics.js';
 /** A replica this far behind serves no reads: seconds-old listings go unnoticed, and a credential's own-write window stays short. */
 export const DEFAULT_REPLICA_MAX_LAG_MS = 2_000;
 
-/** The part of a MikroORM connection the replica set uses. */
+/** The part of a MikroORM connection the replica set and the read path use. */
 export interface StatementConnection {
   execute<T>(sql: string, params: unknown[], method: 'all'): Promise<T>;
+  /** The driver's own client (a `pg` pool, or PGlite): src/db/read-path.ts sends bind parameters and named statements through it. */
+  getNativeClient(): Promise<unknown>;
 }
 
 /** A WAL position (`pg_lsn`) as a number, so positions compare. */

@@ -7,7 +7,7 @@ import { NotFoundError, UnprocessableError } from '../errors/domain-errors.js';
 import type { User } from '../users/user.entity.js';
 import { UsersService } from '../users/user.service.js';
 import { lockLiveUser } from '../users/user-locks.js';
-import { isoTimestamp, placeholders, readPath, toDate } from '../db/read-path.js';
+import { isoTimestamp, readPath, toDate } from '../db/read-path.js';
 import { NotificationSubscription } from './notification-subscription.entity.js';
 import { MAX_SUBSCRIBABLE_FIELD_LENGTH, SUBSCRIBABLE_TYPES, isSubscribableType, type SubscribableType } from './subscribable.entity.js';
 
@@ -205,16 +205,18 @@ export class NotificationSubscriptionsService {
   async slicesFor(userIds: readonly string[], options: { first: number; offset: number }): Promise<Map<string, SubscriptionSlice>> {
     const slices = new Map<string, SubscriptionSlice>();
     if (userIds.length === 0) return slices;
+    // The users as one array parameter: one statement text (one prepared statement) for every page size.
     const rows = await readPath(this.em).rows<SubscriptionRow>(
       `select ${SUBSCRIPTION_COLUMNS}
-         from (values ${userIds.map(() => '(?::varchar)').join(', ')}) as u(id)
+         from unnest(?::varchar[]) as u(id)
          cross join lateral (
            select id, user_id, account_id, subscribable_id, created_at from notification_subscriptions
             where user_id = u.id and account_id = ?
             order by id limit ? offset ?
          ) ns
          join subscribables s on s.id = ns.subscribable_id`,
-      [...userIds, this.principal.accountId, options.first + 1, options.offset],
+      [userIds, this.principal.accountId, options.first + 1, options.offset],
+      { prepared: true },
     );
     return groupSlices(userIds, rows, options.first);
   }
@@ -228,6 +230,7 @@ export class NotificationSubscriptionsService {
         where ns.user_id = ? and ns.account_id = ? and ns.id > ?
         order by ns.id limit ?`,
       [userId, this.principal.accountId, options.afterId, options.first + 1],
+      { prepared: true },
     );
     return groupSlices([userId], rows, options.first).get(userId)!;
   }
@@ -237,8 +240,9 @@ export class NotificationSubscriptionsService {
     const rows = userIds.length
       ? await readPath(this.em).rows<{ user_id: string; n: number | string }>(
           `select user_id, count(*) as n from notification_subscriptions
-            where account_id = ? and user_id in (${placeholders(userIds)}) group by user_id`,
-          [this.principal.accountId, ...userIds],
+            where account_id = ? and user_id = any(?) group by user_id`,
+          [this.principal.accountId, userIds],
+          { prepared: true },
         )
       : [];
     const counts = new Map(userIds.map((id) => [id, 0]));

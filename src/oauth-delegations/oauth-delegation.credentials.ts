@@ -1,6 +1,7 @@
 import type { CredentialResolver } from '../auth/authenticate.js';
 import type { OAuthPrincipal } from '../auth/principal.js';
 import { isUserRole } from '../auth/roles.js';
+import { readPath } from '../db/read-path.js';
 
 interface BearerRow {
   id: string;
@@ -20,12 +21,13 @@ interface BearerRow {
 export const bearerCredentials: CredentialResolver = {
   scheme: 'bearer',
   async resolve(em, digest, now) {
-    const [row] = await em.execute<BearerRow[]>(
+    const [row] = await readPath(em).rows<BearerRow>(
       `select d.id, d.account_id, d.user_id, d.scope, d.delegation_type, u.role, d.expires_at
          from oauth_delegations d
          join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null and u.suspended_at is null
         where d.access_token_digest = ? and d.status = 'issued' and d.expires_at > ?`,
       [digest, now.toISOString()],
+      { prepared: true },
     );
     if (!row || !isUserRole(row.role)) return undefined;
     const principal: OAuthPrincipal = {

@@ -1,6 +1,7 @@
 import type { CredentialResolver } from '../auth/authenticate.js';
 import type { OAuthAppPrincipal, OAuthPrincipal } from '../auth/principal.js';
 import { isUserRole } from '../auth/roles.js';
+import { readPath } from '../db/read-path.js';
 
 interface FlowTokenRow {
   model: string;
@@ -24,13 +25,14 @@ export const flowTokenCredentials: CredentialResolver = {
   scheme: 'bearer',
   async resolve(em, digest, now) {
     const at = now.toISOString();
-    const [row] = await em.execute<FlowTokenRow[]>(
+    const [row] = await readPath(em).rows<FlowTokenRow>(
       `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, d.delegation_type, u.role, least(r.expires_at, d.expires_at) as expires_at
          from oauth_server_records r
          join oauth_delegations d on d.grant_id = r.grant_id and d.status = 'issued' and d.expires_at > ?
          left join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null and u.suspended_at is null
         where r.model in ('AccessToken', 'ClientCredentials') and r.key_digest = ? and r.expires_at > ?`,
       [at, digest, at],
+      { prepared: true },
     );
     if (!row) return undefined;
     const scopes = new Set((row.scope ?? '').split(/\s+/).filter(Boolean));

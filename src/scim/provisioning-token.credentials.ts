@@ -1,5 +1,6 @@
 import type { CredentialResolver } from '../auth/authenticate.js';
 import type { ProvisioningTokenPrincipal } from '../auth/principal.js';
+import { readPath } from '../db/read-path.js';
 
 /** What a provisioning token may do on the SCIM face; it is refused everywhere else (app.ts). */
 export const PROVISIONING_SCOPES: ReadonlySet<string> = new Set(['users.read', 'users.write']);
@@ -14,9 +15,10 @@ export const provisioningTokenCredentials: CredentialResolver = {
   scheme: 'bearer',
   prefix: PROVISIONING_TOKEN_PREFIX,
   async resolve(em, digest) {
-    const [row] = await em.execute<{ id: string; account_id: string }[]>(
+    const [row] = await readPath(em).rows<{ id: string; account_id: string }>(
       'select id, account_id from provisioning_tokens where token_digest = ? and revoked_at is null',
       [digest],
+      { prepared: true },
     );
     if (!row) return undefined;
     const principal: ProvisioningTokenPrincipal = {

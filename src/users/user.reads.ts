@@ -1,5 +1,5 @@
 import { isUserPrincipal, type Principal } from '../auth/principal.js';
-import { escapeLike, isoTimestamp, toDate, type ReadPath } from '../db/read-path.js';
+import { escapeLike, isoTimestamp, toDate, type ReadOptions, type ReadPath } from '../db/read-path.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import type { UserFields } from './user.validation.js';
@@ -130,7 +130,8 @@ function indexedCondition(term: string): { sql: string; params: unknown[] } {
   return { sql: `${SEARCH_TEXT} like ${likePattern('lower(?)')}`, params: [term] };
 }
 
-type Statement = { sql: string; params: unknown[] };
+/** `prepared`: a statement whose plan does not depend on its values (ReadOptions.prepared). */
+type Statement = { sql: string; params: unknown[]; prepared?: boolean };
 
 /**
  * `(a and b) or (c)`: each term names the columns of a unique index of live users (the primary key,
@@ -178,14 +179,15 @@ export function userListStatements(
         sql: `with matches as materialized (select ${columns} from users where ${live}${after} and ${matched.sql})
               select * from matches order by name, id limit ? offset ?`,
         params: [accountId, ...afterParams, ...matched.params, ...window],
+        prepared: true,
       },
-      count: { sql: `select count(*) as n from users where ${live} and ${matched.sql}`, params: [accountId, ...matched.params] },
+      count: { sql: `select count(*) as n from users where ${live} and ${matched.sql}`, params: [accountId, ...matched.params], prepared: true },
     };
   }
   if (!term) {
     return {
-      page: { sql: `select ${columns} from users where ${live}${after} order by name, id limit ? offset ?`, params: [accountId, ...afterParams, ...window] },
-      count: { sql: `select count(*) as n from users where ${live}`, params: [accountId] },
+      page: { sql: `select ${columns} from users where ${live}${after} order by name, id limit ? offset ?`, params: [accountId, ...afterParams, ...window], prepared: true },
+      count: { sql: `select count(*) as n from users where ${live}`, params: [accountId], prepared: true },
     };
   }
   if (term.includes('\u0001')) {
@@ -243,7 +245,7 @@ export class UserReads {
     private readonly principal: Principal,
   ) {}
 
-  private rows(sql: string, params: unknown[], options: { replica?: boolean } = {}): Promise<UserRow[]> {
+  private rows(sql: string, params: unknown[], options: ReadOptions = {}): Promise<UserRow[]> {
     return userRows(this.reads.rows<UserRow>(sql, params, options));
   }
 
@@ -268,7 +270,7 @@ export class UserReads {
 
   private async live(id: string, fields: Iterable<string>, options: { replica: boolean }): Promise<UserRow> {
     const [user] = PUBLIC_ID_PATTERN.test(id)
-      ? await this.rows(`select ${userSelectList(fields)} from users where id = ? and account_id = ? and deleted_at is null`, [id, this.principal.accountId], options)
+      ? await this.rows(`select ${userSelectList(fields)} from users where id = ? and account_id = ? and deleted_at is null`, [id, this.principal.accountId], { ...options, prepared: true })
       : [];
     if (!user) throw new NotFoundError('user');
     return user;
@@ -282,7 +284,7 @@ export class UserReads {
     const statement = userListStatements(this.principal.accountId, options, fields);
     return {
       slice: async () => {
-        const read = (step: Statement) => this.rows(step.sql, step.params, { replica: true });
+        const read = (step: Statement) => this.rows(step.sql, step.params, { replica: true, prepared: step.prepared });
         const page = (rows: UserRow[]) => ({ items: rows.slice(0, options.first), hasNextPage: rows.length > options.first });
         if (statement.estimate && statement.indexed) {
           const [matches, users] = await this.reads.estimate(statement.estimate, { replica: true });
@@ -296,7 +298,7 @@ export class UserReads {
         }
         return page(await read(statement.page));
       },
-      countTotal: () => this.reads.count(statement.count.sql, statement.count.params, { replica: true }),
+      countTotal: () => this.reads.count(statement.count.sql, statement.count.params, { replica: true, prepared: statement.count.prepared }),
     };
   }
 }
