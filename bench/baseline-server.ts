@@ -3,7 +3,7 @@
 // (bench/run.ts compares the bodies before timing), every statement a named prepared statement.
 // Started as a child process by bench/run.ts.
 import http from 'node:http';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { BENCH_URLS } from './settings.js';
 
@@ -26,6 +26,8 @@ const query = <T extends pg.QueryResultRow>(client: Client, sql: string, params:
 interface Principal {
   accountId: string;
   credentialId: string;
+  /** The credential's last four characters, which audit records name. */
+  tail: string;
 }
 
 async function authenticate(header: string | undefined): Promise<Principal | undefined> {
@@ -39,7 +41,7 @@ async function authenticate(header: string | undefined): Promise<Principal | und
       where k.token_digest = $1 and k.revoked_at is null`,
     [digest],
   );
-  return rows[0] ? { accountId: rows[0].account_id, credentialId: rows[0].id } : undefined;
+  return rows[0] ? { accountId: rows[0].account_id, credentialId: rows[0].id, tail: match[1]!.slice(-4) } : undefined;
 }
 
 const USER_COLUMNS = 'id, name, email, time_zone, color, role, avatar_url, description, invitation_sent, job_title, created_via_sso';
@@ -88,7 +90,7 @@ async function authenticateBearer(header: string | undefined): Promise<Principal
   if (!match) return undefined;
   const digest = createHash('sha256').update(match[1]!, 'utf8').digest('hex');
   const { rows } = await query<{ id: string; account_id: string }>(pool, 'select id, account_id from provisioning_tokens where token_digest = $1 and revoked_at is null', [digest]);
-  return rows[0] ? { accountId: rows[0].account_id, credentialId: rows[0].id } : undefined;
+  return rows[0] ? { accountId: rows[0].account_id, credentialId: rows[0].id, tail: match[1]!.slice(-4) } : undefined;
 }
 
 interface ScimRecord { id: string; name: string; email: string; time_zone: string; role: string; job_title: string | null; external_id: string | null; active: boolean; version: string; created_at: Date; updated_at: Date }
@@ -175,7 +177,11 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
     const client = await pool.connect();
     try {
       await query(client, 'begin');
-      const found = await query<{ id: string }>(client, 'select id from users where id = any($1) and account_id = $2 and deleted_at is null', [users.map((u) => u.id), principal.accountId]);
+      // Locked in id order and read with what the audit records need (the service does the same).
+      const found = await query<{ id: string; name: string; job_title: string | null }>(client,
+        'select id, name, job_title from users where id = any($1) and account_id = $2 and deleted_at is null order by id for no key update',
+        [users.map((u) => u.id), principal.accountId],
+      );
       if (found.rowCount !== users.length) {
         await query(client, 'rollback');
         return send(res, 400, '{"error":{"message":"Invalid Input Provided","code":2001,"errors":[]}}');
@@ -185,6 +191,7 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
           where users.id = t.id returning ${USER_COLUMNS.split(', ').map((column) => `users.${column}`).join(', ')}`,
         [users.map((u) => u.id), users.map((u) => u.job_title)],
       );
+      await recordTrail(client, principal, found.rows, users, { requestId: randomUUID(), remoteAddress: req.socket.remoteAddress ?? null, description: 'PUT /users' });
       await query(client, 'commit');
       const byId = new Map(updated.rows.map((row) => [row.id, row]));
       return send(res, 200, JSON.stringify({ users: users.map((u) => present(byId.get(u.id)!)) }));
@@ -206,6 +213,45 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
     return send(res, 200, '{"status":"ok"}');
   }
   send(res, 404, '{"error":{"message":"Not Found","code":2100,"errors":[]}}');
+}
+
+/**
+ * The work the service's write path adds to every write, done by hand: one audit record per changed
+ * user appended to the account's hash chain by the schema's `audit_append_records` (the same
+ * statement the service sends), and the change announced to live-update listeners with
+ * `pg_notify` (one statement, payloads below PostgreSQL's 8000-byte limit).
+ */
+async function recordTrail(
+  client: pg.PoolClient,
+  principal: Principal,
+  before: { id: string; name: string; job_title: string | null }[],
+  users: { id: string; job_title: string }[],
+  context: { requestId: string; remoteAddress: string | null; description: string },
+) {
+  const previous = new Map(before.map((row) => [row.id, row]));
+  const changed = users.filter((user) => previous.get(user.id)!.job_title !== user.job_title);
+  if (changed.length === 0) return;
+  const actor = { id: principal.credentialId, type: 'api_key_reference' };
+  const contents = changed.map((user) => {
+    const resource = { id: user.id, type: 'user_reference', summary: previous.get(user.id)!.name };
+    return ['update', 'user', user.id, actor.type, actor.id, 'api_token', principal.tail, {
+      executionContext: context.remoteAddress === null ? { requestId: context.requestId, remoteAddress: null } : { requestId: context.requestId, remoteAddress: context.remoteAddress },
+      actors: [actor],
+      method: { type: 'api_token', truncatedToken: principal.tail, description: context.description },
+      rootResource: resource,
+      details: { resource, fields: [{ name: 'job_title', value: user.job_title, beforeValue: previous.get(user.id)!.job_title }], references: [] },
+    }];
+  });
+  await query(client, 'select audit_append_records($1, $2, $3::json)', [principal.accountId, changed.map(() => randomUUID()), JSON.stringify(contents)]);
+  const payloads: string[] = [];
+  let batch: string[] = [];
+  for (const user of changed) {
+    const encoded = JSON.stringify({ a: principal.accountId, k: 'update', t: 'user', i: user.id, u: user.id, f: ['job_title'] });
+    if (batch.length && batch.join(',').length + encoded.length + 3 > 7_500) payloads.push(`[${batch.join(',')}]`), (batch = []);
+    batch.push(encoded);
+  }
+  payloads.push(`[${batch.join(',')}]`);
+  await query(client, `select ${payloads.map((_, index) => `pg_notify($${2 * index + 1}, $${2 * index + 2})`).join(', ')}`, payloads.flatMap((payload) => ['live_changes', payload]));
 }
 
 const server = http.createServer((req, res) => {
