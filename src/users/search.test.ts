@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
 import { readPath } from '../db/read-path.js';
-import { SEARCH_INDEXED_CAP, userListStatements } from './user.reads.js';
+import { SEARCH_INDEXED_CAP, SEARCH_WALK_BUDGET, userListStatements } from './user.reads.js';
 
 /**
  * Search keeps exact case-insensitive substring semantics and the (name, id) order on each of its
@@ -66,13 +66,16 @@ function expected(term: string): string[] {
 }
 
 /** Each path on its own, as the service builds it, whatever the estimate would pick. */
-async function eachPath(term: string, first: number, offset = 0): Promise<{ indexed: string[]; walk: string[] }> {
+async function eachPath(term: string, first: number, offset = 0): Promise<{ indexed: string[]; walk: string[]; bounded: string[] }> {
   const built = userListStatements(account.id, { query: term, first, offset }, ['id', 'name']);
   const reads = readPath(h.database.em());
   const ids = (rows: { id: string }[]) => rows.map((row) => row.id).slice(0, first);
   return {
-    indexed: ids(await reads.rows<{ id: string }>(built.indexed!.sql, built.indexed!.params)),
+    indexed: ids(await reads.rows<{ id: string }>(built.indexed!(SEARCH_INDEXED_CAP).sql, built.indexed!(SEARCH_INDEXED_CAP).params)),
     walk: ids(await reads.rows<{ id: string }>(built.page.sql, built.page.params)),
+    // Every user of this account so far lies within the walk budget, so the bounded walk is exact too.
+    // (An empty page comes back as one row of nulls carrying the walked count.)
+    bounded: ids((await reads.rows<{ id: string }>(built.bounded!.sql, built.bounded!.params)).filter((row) => row.id !== null)),
   };
 }
 
@@ -102,11 +105,11 @@ test.each(terms)('%s: exactly the substring matches, in name then id order', asy
   expect(await search(term)).toEqual(want.slice(0, 100));
 });
 
-test.each(terms)('%s: the indexed search and the walk give the same pages', async (_label, term) => {
+test.each(terms)('%s: the indexed search, the walk and the bounded walk give the same pages', async (_label, term) => {
   const want = expected(term);
   for (const [first, offset] of [[25, 0], [10, 30], [100, 0]] as const) {
-    const { indexed, walk } = await eachPath(term.trim(), first, offset);
-    expect({ indexed, walk }).toEqual({ indexed: want.slice(offset, offset + first), walk: want.slice(offset, offset + first) });
+    const page = want.slice(offset, offset + first);
+    expect(await eachPath(term.trim(), first, offset)).toEqual({ indexed: page, walk: page, bounded: page });
   }
 });
 
@@ -136,6 +139,47 @@ test('a renamed user is found under the new name and not the old one', async () 
   people.find((p) => p.id === 'PSX0002')!.name = 'Renamed Person';
   expect(await search('renamed pers')).toEqual(['PSX0002']);
   expect(await search('endsx')).toEqual([]);
+});
+
+test('within the walk budget the walk alone answers, the last short page included: no estimate, no trigram index', async () => {
+  // Every user so far is within the budget of the name order: a short page means the walk reached the end.
+  const [{ n }] = await h.database.em().execute<{ n: string }[]>('select count(*) as n from users where account_id = ? and deleted_at is null', [account.id]);
+  expect(Number(n)).toBeLessThan(SEARCH_WALK_BUDGET);
+  statements.length = 0;
+  expect(await search('quasar_3', 100)).toEqual(expected('quasar_3'));
+  expect(statements.filter((sql) => sql.includes('explain') || sql.includes('as materialized (select'))).toEqual([]);
+});
+
+test('matches all after more than the walk budget of other users: the exact page, and paging gives every match once', async () => {
+  // Sorting between "Anna ..." and "Zed ...", none matching "zed" or "quasar".
+  const fillers: Person[] = [];
+  for (let n = 0; n < SEARCH_WALK_BUDGET + 100; n++) fillers.push({ id: `PF${String(n).padStart(5, '0')}`, name: `Mid Filler ${n}`, email: `mid${n}@example.com` });
+  await insert(fillers);
+  const want = expected('zed');
+  expect(want.length).toBeGreaterThan(25);
+  statements.length = 0;
+  expect(await search('zed', 25)).toEqual(want.slice(0, 25));
+  // The budgeted walk came back short, so the page came from a second, unbounded path.
+  expect(statements.some((sql) => sql.includes('first_entries'))).toBe(true);
+  expect(statements.some((sql) => sql.includes('explain'))).toBe(true);
+
+  const byOffset: string[] = [];
+  for (let offset = 0; offset < want.length + 7; offset += 7) {
+    const response = await h.rest('get', `/users?query=zed&limit=7&offset=${offset}`, { key: account.key });
+    byOffset.push(...response.body.users.map((user: { id: string }) => user.id));
+  }
+  expect(byOffset).toEqual(want);
+
+  const query = 'query($after: String) { users(first: 6, after: $after, query: "quasar") { nodes { id } pageInfo { hasNextPage endCursor } } }';
+  const byCursor: string[] = [];
+  let after: string | null = null;
+  for (let pages = 0; pages < 100; pages++) {
+    const result: any = await h.graphql(query, { after }, account.key);
+    byCursor.push(...result.data.users.nodes.map((node: { id: string }) => node.id));
+    if (!result.data.users.pageInfo.hasNextPage) break;
+    after = result.data.users.pageInfo.endCursor;
+  }
+  expect(byCursor).toEqual(expected('quasar'));
 });
 
 test('more matches than the statistics knew: the indexed search gives way to the walk, still exact', async () => {
