@@ -13,7 +13,7 @@ import { openDatabase, type Database } from '../src/db/database.js';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
 import { AccountsService } from '../src/accounts/accounts.service.js';
 import { seedCommand } from '../src/cli/commands/seed.command.js';
-import { SEARCH_WALK_BUDGET, searchIndexedCap, useIndexedSearch, userListStatements } from '../src/users/user.reads.js';
+import { SEARCH_ALWAYS_INDEXED, SEARCH_WALK_BUDGET, firstMatchAt, searchIndexedCap, useIndexedSearch, userListStatements } from '../src/users/user.reads.js';
 import { readPath } from '../src/db/read-path.js';
 import { call, load, log, median, startServer, type LoadResult, type Scenario, type Server, type Stats } from './servers.js';
 import { scaleOutReport, scaleOutSettings } from './scale-out.js';
@@ -298,16 +298,17 @@ for (const size of sizes) {
       plans.push(`#### ${sizeLabel}, query=${term}, ${label}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);
     };
     // The same steps as UserReads.list: the bounded walk, then (when it came back short) the estimate and the path it picks.
-    const bounded = await readPath(database.em()).rows<{ id: string | null; searchWalked: string | null; searchFirstMatchAt: number | null }>(statements.bounded!.sql, statements.bounded!.params);
+    const reads = readPath(database.em());
+    const bounded = await reads.rows<{ id: string | null; searchWalked: string | null }>(statements.bounded!.sql, statements.bounded!.params);
     const found = bounded.filter((row) => row.id !== null).length;
     const walked = bounded[0]?.searchWalked ?? null;
-    const firstMatchAt = bounded[0]?.searchFirstMatchAt ?? null;
-    await explain(`bounded walk (${found} rows, ${walked ?? 'page full, not counted'} entries walked, first matching histogram bound at ${firstMatchAt ?? '-'})`, statements.bounded!, true);
+    await explain(`bounded walk (${found} rows, ${walked ?? 'page full, not counted'} entries walked)`, statements.bounded!, true);
     if (found > options.first || (walked !== null && Number(walked) < SEARCH_WALK_BUDGET)) continue;
-    const [matches, users] = await readPath(database.em()).estimate(statements.estimate!);
+    const [matches, users] = await reads.estimate(statements.estimate!);
     const [{ n: actual }] = await database.em().execute<{ n: string }[]>(platform.formatQuery(statements.count.sql, statements.count.params));
-    await explain(`estimate (${matches} matches of ${users} users estimated, ${actual} actual matches)`, statements.estimate![0], false);
-    if (useIndexedSearch(term, { matches: matches!, users: users!, firstMatchAt }, options)) await explain('indexed', statements.indexed!(searchIndexedCap(matches!)), true);
+    const first = firstMatchAt(term, await reads.histogram('users', 'search_text'));
+    await explain(`estimate (${matches} matches of ${users} users estimated, ${actual} actual matches, first matching histogram bound at ${first ?? '-'})`, statements.estimate![0], false);
+    if (useIndexedSearch(term, { matches: matches!, users: users!, firstMatchAt: matches! > SEARCH_ALWAYS_INDEXED ? first : null }, options)) await explain('indexed', statements.indexed!(searchIndexedCap(matches!)), true);
     else await explain('walk', statements.page, true);
   }
   await database.close();

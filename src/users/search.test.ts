@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
 import { readPath } from '../db/read-path.js';
-import { SEARCH_INDEXED_CAP, SEARCH_WALK_BUDGET, userListStatements } from './user.reads.js';
+import { SEARCH_INDEXED_CAP, SEARCH_WALK_BUDGET, firstMatchAt, useIndexedSearch, userListStatements } from './user.reads.js';
 
 /**
  * Search keeps exact case-insensitive substring semantics and the (name, id) order on each of its
@@ -180,6 +180,26 @@ test('matches all after more than the walk budget of other users: the exact page
     after = result.data.users.pageInfo.endCursor;
   }
   expect(byCursor).toEqual(expected('quasar'));
+});
+
+test('where the first match lies comes from the histogram of search_text, and sends a late cluster to the trigram index', async () => {
+  const bounds = await readPath(h.database.em()).histogram('users', 'search_text');
+  expect(bounds.length).toBeGreaterThan(100);
+  expect([...bounds].sort()).toEqual(bounds);
+  // "Anna Berg ..." fill the start of the name order, "Zed Quasar ..." its end.
+  expect(firstMatchAt('anna', bounds)).toBe(0);
+  expect(firstMatchAt('Quasar', bounds)).toBeGreaterThan(0.8);
+  expect(firstMatchAt('no such term', bounds)).toBeNull();
+
+  const page = { first: 25 };
+  const dense = { matches: 62_000, users: 1_000_000 };
+  // Spread over the name order, 62,000 matches fill a page within a few hundred users: walk.
+  expect(useIndexedSearch('shafi', { ...dense, firstMatchAt: null }, page)).toBe(false);
+  expect(useIndexedSearch('lovelace', { ...dense, firstMatchAt: 0.036 }, page)).toBe(false);
+  // All after 94% of the name order: ordering the matches costs less than walking to them.
+  expect(useIndexedSearch('shafi', { ...dense, firstMatchAt: 0.94 }, page)).toBe(true);
+  // A short term's index recheck is dearer: 180,000 matches of "an" stay on the walk even late.
+  expect(useIndexedSearch('an', { matches: 180_000, users: 1_000_000, firstMatchAt: 0.94 }, page)).toBe(false);
 });
 
 test('more matches than the statistics knew: the indexed search gives way to the walk, still exact', async () => {

@@ -100,8 +100,8 @@ export interface UserRowPage {
  * without reading the table row; a full page, or the end of the account within the budget, is the
  * answer (one statement, no estimate). Otherwise the cheaper of two exact paths is taken, from the
  * planner's estimates (statistics of `search_text`) of how many users match and how many the account
- * has, and from where in the name order the first match lies (the first histogram bound the term
- * matches, selected with the bounded walk's short page). The indexed path: a trigram index finds
+ * has, and from where in the name order the first match lies (`firstMatchAt`: the first histogram bound
+ * of `search_text` holding the term; the bounds are table-wide, read once a minute, ReadPath.histogram). The indexed path: a trigram index finds
  * every match and only (id, name) of each are ordered (its cost grows with the matches; it reads at
  * most `searchIndexedCap` of them, so a wrong estimate costs that many, then the walk). The walk,
  * unbounded: its cost grows with the users before the page's last match, which a cluster of matches
@@ -122,7 +122,7 @@ export const SEARCH_WALK_BUDGET = 2_000;
  */
 const INDEXED_MATCH_COST = { long: 8, short: 40 };
 /** Up to this many expected matches the indexed path is taken whatever the walk would cost (about a millisecond). */
-const SEARCH_ALWAYS_INDEXED = 200;
+export const SEARCH_ALWAYS_INDEXED = 200;
 const SEARCH_TEXT = 'lower(name || chr(1) || email)';
 /** Must stay the expression of `users_search_short_terms_idx`, character for character. */
 const tripled = (text: string) => `regexp_replace(${text}, '(.)', '\\1\\1\\1', 'g')`;
@@ -159,17 +159,17 @@ function matchCondition(match: readonly UserMatch[]): Statement {
 const MATCHES = 'searchMatches' as const;
 /** The entries the bounded walk passed, selected with a short page's rows (removed before they are returned). */
 const WALKED = 'searchWalked' as const;
-/** Where in the order of `search_text` the first match lies, as a fraction (selected like WALKED). */
-const FIRST_MATCH_AT = 'searchFirstMatchAt' as const;
 /**
- * The first of the histogram bounds of `search_text` (pg_stats, 1,000 of them: one per 0.1% of the
- * table, in lower-cased name order) that the pattern matches, as a fraction of the bounds; null when
- * none does or there are no statistics. Where a term's matches start: a cluster of matches late in
- * the name order is invisible to the count of matches, and it decides what walking to them costs.
+ * Where the first match lies in the order of `search_text` (lower-cased name order), as a fraction:
+ * the first histogram bound (ANALYZE keeps 1,000, one per 0.1% of users) holding the term; null
+ * when none does. A cluster of matches late in the name order is invisible to the count of matches,
+ * and it decides what walking to them costs.
  */
-const FIRST_MATCHING_BOUND = (pattern: string) => `select (min(bound.position) filter (where bound.value like ${pattern}))::float8 / count(*)
-  from pg_stats statistics, unnest(statistics.histogram_bounds::text::text[]) with ordinality as bound(value, position)
- where statistics.schemaname = current_schema() and statistics.tablename = 'users' and statistics.attname = 'search_text'`;
+export function firstMatchAt(term: string, bounds: readonly string[]): number | null {
+  const needle = term.trim().toLowerCase();
+  const position = bounds.findIndex((bound) => bound.includes(needle));
+  return position < 0 ? null : position / bounds.length;
+}
 
 /**
  * The statements of one listing page. `page` gives the page: without a term the name order, with
@@ -232,13 +232,12 @@ export function userListStatements(
     bounded: {
       sql: `with page as materialized (
               select id from (${firstEntries}) first_entries where ${walked} order by name, id limit ? offset ?)
-            select listed.*, short."${WALKED}", short."${FIRST_MATCH_AT}"
-              from (select case when (select count(*) from page) < ? then (select count(*) from (${firstEntries}) counted) end as "${WALKED}",
-                           case when (select count(*) from page) < ? then (${FIRST_MATCHING_BOUND(likePattern('lower(?)'))}) end as "${FIRST_MATCH_AT}") short
+            select listed.*, short."${WALKED}"
+              from (select case when (select count(*) from page) < ? then (select count(*) from (${firstEntries}) counted) end as "${WALKED}") short
               -- One row even for an empty page (its columns null), so the walked count always comes back.
               left join lateral (select ${columns} from users where id in (select id from page) offset 0) listed on true
              order by listed.name, listed.id`,
-      params: [...firstEntriesParams, term, ...window, options.first + 1, ...firstEntriesParams, options.first + 1, term],
+      params: [...firstEntriesParams, term, ...window, options.first + 1, ...firstEntriesParams],
     },
     estimate: [
       { sql: `select 1 from users where ${live} and ${walked}`, params: [accountId, term] },
@@ -340,19 +339,19 @@ export class UserReads {
       slice: async () => {
         const read = (step: Statement) => this.rows(step.sql, step.params, { replica: true });
         const page = (rows: UserRow[]) => ({ items: rows.slice(0, options.first), hasNextPage: rows.length > options.first });
-        let firstMatchAt: number | null = null;
         if (statement.bounded) {
-          const answer: (UserRow & { [WALKED]?: number | string | null; [FIRST_MATCH_AT]?: number | string | null })[] = await read(statement.bounded);
+          const answer: (UserRow & { [WALKED]?: number | string | null })[] = await read(statement.bounded);
           const walked = answer[0]?.[WALKED];
-          firstMatchAt = answer[0]?.[FIRST_MATCH_AT] == null ? null : Number(answer[0][FIRST_MATCH_AT]);
-          for (const row of answer) delete row[WALKED], delete row[FIRST_MATCH_AT];
+          for (const row of answer) delete row[WALKED];
           const rows = answer.filter((row) => row.id != null);
           // A full page, or the end of the name order within the budget: exact without the trigram indexes.
           if (rows.length > options.first || (walked != null && Number(walked) < SEARCH_WALK_BUDGET)) return page(rows);
         }
         if (statement.estimate && statement.indexed) {
           const [matches, users] = await this.reads.estimate(statement.estimate, { replica: true });
-          if (useIndexedSearch(options.query!, { matches: matches!, users: users!, firstMatchAt }, options)) {
+          // Where the matches start matters only when there are many of them.
+          const first = matches! > SEARCH_ALWAYS_INDEXED ? firstMatchAt(options.query!, await this.reads.histogram('users', 'search_text')) : null;
+          if (useIndexedSearch(options.query!, { matches: matches!, users: users!, firstMatchAt: first }, options)) {
             const cap = searchIndexedCap(matches!);
             const rows: (UserRow & { [MATCHES]?: number | string })[] = await read(statement.indexed(cap));
             const found = Number(rows[0]?.[MATCHES] ?? 0);
