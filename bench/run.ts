@@ -297,18 +297,21 @@ for (const size of sizes) {
       const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(`explain ${analyze ? '(analyze, buffers)' : ''} ${platform.formatQuery(statement.sql, statement.params)}`);
       plans.push(`#### ${sizeLabel}, query=${term}, ${label}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);
     };
-    // The same steps as UserReads.list: the bounded walk, then (when it came back short) the estimate and the path it picks.
+    // The same steps as UserReads.list: the estimate; with many expected matches the bounded walk, then (when it came back short) the path the decision picks.
     const reads = readPath(database.em());
-    const bounded = await reads.rows<{ id: string | null; searchWalked: string | null }>(statements.bounded!.sql, statements.bounded!.params);
-    const found = bounded.filter((row) => row.id !== null).length;
-    const walked = bounded[0]?.searchWalked ?? null;
-    await explain(`bounded walk (${found} rows, ${walked ?? 'page full, not counted'} entries walked)`, statements.bounded!, true);
-    if (found > options.first || (walked !== null && Number(walked) < SEARCH_WALK_BUDGET)) continue;
     const [matches, users] = await reads.estimate(statements.estimate!);
     const [{ n: actual }] = await database.em().execute<{ n: string }[]>(platform.formatQuery(statements.count.sql, statements.count.params));
-    const first = firstMatchAt(term, await reads.histogram('users', 'search_text'));
+    const many = matches! > SEARCH_ALWAYS_INDEXED;
+    const first = many ? firstMatchAt(term, await reads.histogram('users', 'search_text')) : null;
     await explain(`estimate (${matches} matches of ${users} users estimated, ${actual} actual matches, first matching histogram bound at ${first ?? '-'})`, statements.estimate![0], false);
-    if (useIndexedSearch(term, { matches: matches!, users: users!, firstMatchAt: matches! > SEARCH_ALWAYS_INDEXED ? first : null }, options)) await explain('indexed', statements.indexed!(searchIndexedCap(matches!)), true);
+    if (many) {
+      const bounded = await reads.rows<{ id: string | null; searchWalked: string | null }>(statements.bounded!.sql, statements.bounded!.params);
+      const found = bounded.filter((row) => row.id !== null).length;
+      const walked = bounded[0]?.searchWalked ?? null;
+      await explain(`bounded walk (${found} rows, ${walked ?? 'page full, not counted'} entries walked)`, statements.bounded!, true);
+      if (found > options.first || (walked !== null && Number(walked) < SEARCH_WALK_BUDGET)) continue;
+    }
+    if (useIndexedSearch(term, { matches: matches!, users: users!, firstMatchAt: first }, options)) await explain('indexed', statements.indexed!(searchIndexedCap(matches!)), true);
     else await explain('walk', statements.page, true);
   }
   await database.close();

@@ -141,36 +141,49 @@ test('a renamed user is found under the new name and not the old one', async () 
   expect(await search('endsx')).toEqual([]);
 });
 
-test('within the walk budget the walk alone answers, the last short page included: no estimate, no trigram index', async () => {
+test('a rare term goes straight to the trigram index; a common one is answered by the bounded walk, its last short page included', async () => {
+  statements.length = 0;
+  expect(await search('quasar_3', 100)).toEqual(expected('quasar_3'));
+  expect(statements.some((sql) => sql.includes('first_entries'))).toBe(false);
+  expect(statements.some((sql) => sql.includes('as materialized (select id, name'))).toBe(true);
+
   // Every user so far is within the budget of the name order: a short page means the walk reached the end.
   const [{ n }] = await h.database.em().execute<{ n: string }[]>('select count(*) as n from users where account_id = ? and deleted_at is null', [account.id]);
   expect(Number(n)).toBeLessThan(SEARCH_WALK_BUDGET);
+  const want = expected('anna');
+  expect(want.length).toBeGreaterThan(500);
   statements.length = 0;
-  expect(await search('quasar_3', 100)).toEqual(expected('quasar_3'));
-  expect(statements.filter((sql) => sql.includes('explain') || sql.includes('as materialized (select'))).toEqual([]);
+  expect(await search('anna', 100)).toEqual(want.slice(0, 100));
+  const last = await h.rest('get', `/users?query=anna&limit=100&offset=${want.length - 20}`, { key: account.key });
+  expect(last.body.users.map((user: { id: string }) => user.id)).toEqual(want.slice(-20));
+  expect(statements.some((sql) => sql.includes('first_entries'))).toBe(true);
+  expect(statements.some((sql) => sql.includes('as materialized (select id, name'))).toBe(false);
 });
 
-test('matches all after more than the walk budget of other users: the exact page, and paging gives every match once', async () => {
-  // Sorting between "Anna ..." and "Zed ...", none matching "zed" or "quasar".
-  const fillers: Person[] = [];
-  for (let n = 0; n < SEARCH_WALK_BUDGET + 100; n++) fillers.push({ id: `PF${String(n).padStart(5, '0')}`, name: `Mid Filler ${n}`, email: `mid${n}@example.com` });
-  await insert(fillers);
-  const want = expected('zed');
-  expect(want.length).toBeGreaterThan(25);
+test('many matches all after more than the walk budget of other users: the exact page, and paging gives every match once', async () => {
+  // Sorting between "Anna ..." and "Zed ...", none matching "zeta".
+  const added: Person[] = [];
+  for (let n = 0; n < SEARCH_WALK_BUDGET + 100; n++) added.push({ id: `PF${String(n).padStart(5, '0')}`, name: `Mid Filler ${n}`, email: `mid${n}@example.com` });
+  // After everyone: more than the estimate sends straight to the trigram index.
+  for (let n = 0; n < 300; n++) added.push({ id: `PL${String(n).padStart(5, '0')}`, name: `Zeta Late ${n % 9} ${n}`, email: `late${n}@example.com` });
+  await insert(added);
+  await h.database.em().execute('analyze users');
+  const want = expected('zeta');
+  expect(want.length).toBe(300);
   statements.length = 0;
-  expect(await search('zed', 25)).toEqual(want.slice(0, 25));
+  expect(await search('zeta', 25)).toEqual(want.slice(0, 25));
   // The budgeted walk came back short, so the page came from a second, unbounded path.
   expect(statements.some((sql) => sql.includes('first_entries'))).toBe(true);
-  expect(statements.some((sql) => sql.includes('explain'))).toBe(true);
+  expect(statements.some((sql) => sql.includes('as materialized (select id, name') || sql.includes('where id in\n              (select id from users'))).toBe(true);
 
   const byOffset: string[] = [];
-  for (let offset = 0; offset < want.length + 7; offset += 7) {
-    const response = await h.rest('get', `/users?query=zed&limit=7&offset=${offset}`, { key: account.key });
+  for (let offset = 0; offset < want.length + 40; offset += 40) {
+    const response = await h.rest('get', `/users?query=zeta&limit=40&offset=${offset}`, { key: account.key });
     byOffset.push(...response.body.users.map((user: { id: string }) => user.id));
   }
   expect(byOffset).toEqual(want);
 
-  const query = 'query($after: String) { users(first: 6, after: $after, query: "quasar") { nodes { id } pageInfo { hasNextPage endCursor } } }';
+  const query = 'query($after: String) { users(first: 30, after: $after, query: "late 4") { nodes { id } pageInfo { hasNextPage endCursor } } }';
   const byCursor: string[] = [];
   let after: string | null = null;
   for (let pages = 0; pages < 100; pages++) {
@@ -179,7 +192,8 @@ test('matches all after more than the walk budget of other users: the exact page
     if (!result.data.users.pageInfo.hasNextPage) break;
     after = result.data.users.pageInfo.endCursor;
   }
-  expect(byCursor).toEqual(expected('quasar'));
+  expect(byCursor).toEqual(expected('late 4'));
+  expect(byCursor.length).toBeGreaterThan(30);
 });
 
 test('where the first match lies comes from the histogram of search_text, and sends a late cluster to the trigram index', async () => {

@@ -95,12 +95,13 @@ export interface UserRowPage {
 }
 
 /**
- * How a search page is found (README, "Searching users"). First the walk, bounded: the first
+ * How a search page is found (README, "Searching users"). The planner estimates (statistics of
+ * `search_text`) how many users match and how many the account has. Up to SEARCH_ALWAYS_INDEXED
+ * expected matches go to the trigram index. More first get the walk, bounded: the first
  * SEARCH_WALK_BUDGET entries of the name order, in the btree that carries `search_text`, each tested
  * without reading the table row; a full page, or the end of the account within the budget, is the
- * answer (one statement, no estimate). Otherwise the cheaper of two exact paths is taken, from the
- * planner's estimates (statistics of `search_text`) of how many users match and how many the account
- * has, and from where in the name order the first match lies (`firstMatchAt`: the first histogram bound
+ * answer. Otherwise the cheaper of two exact paths is taken, from the estimates and from where in
+ * the name order the first match lies (`firstMatchAt`: the first histogram bound
  * of `search_text` holding the term; the bounds are table-wide, read once a minute, ReadPath.histogram). The indexed path: a trigram index finds
  * every match and only (id, name) of each are ordered (its cost grows with the matches; it reads at
  * most `searchIndexedCap` of them, so a wrong estimate costs that many, then the walk). The walk,
@@ -339,18 +340,19 @@ export class UserReads {
       slice: async () => {
         const read = (step: Statement) => this.rows(step.sql, step.params, { replica: true });
         const page = (rows: UserRow[]) => ({ items: rows.slice(0, options.first), hasNextPage: rows.length > options.first });
-        if (statement.bounded) {
-          const answer: (UserRow & { [WALKED]?: number | string | null })[] = await read(statement.bounded);
-          const walked = answer[0]?.[WALKED];
-          for (const row of answer) delete row[WALKED];
-          const rows = answer.filter((row) => row.id != null);
-          // A full page, or the end of the name order within the budget: exact without the trigram indexes.
-          if (rows.length > options.first || (walked != null && Number(walked) < SEARCH_WALK_BUDGET)) return page(rows);
-        }
-        if (statement.estimate && statement.indexed) {
+        if (statement.estimate && statement.indexed && statement.bounded) {
           const [matches, users] = await this.reads.estimate(statement.estimate, { replica: true });
-          // Where the matches start matters only when there are many of them.
-          const first = matches! > SEARCH_ALWAYS_INDEXED ? firstMatchAt(options.query!, await this.reads.histogram('users', 'search_text')) : null;
+          // Few expected matches go straight to the trigram index; only many may fill a page early.
+          const many = matches! > SEARCH_ALWAYS_INDEXED;
+          if (many) {
+            const answer: (UserRow & { [WALKED]?: number | string | null })[] = await read(statement.bounded);
+            const walked = answer[0]?.[WALKED];
+            for (const row of answer) delete row[WALKED];
+            const rows = answer.filter((row) => row.id != null);
+            // A full page, or the end of the name order within the budget: exact without the trigram indexes.
+            if (rows.length > options.first || (walked != null && Number(walked) < SEARCH_WALK_BUDGET)) return page(rows);
+          }
+          const first = many ? firstMatchAt(options.query!, await this.reads.histogram('users', 'search_text')) : null;
           if (useIndexedSearch(options.query!, { matches: matches!, users: users!, firstMatchAt: first }, options)) {
             const cap = searchIndexedCap(matches!);
             const rows: (UserRow & { [MATCHES]?: number | string })[] = await read(statement.indexed(cap));
