@@ -15,7 +15,7 @@ import { openDatabase, type Database } from '../src/db/database.js';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
 import { AccountsService } from '../src/accounts/accounts.service.js';
 import { seedCommand } from '../src/cli/commands/seed.command.js';
-import { useIndexedSearch, userListStatements } from '../src/users/user.reads.js';
+import { SEARCH_ALWAYS_INDEXED, SEARCH_WALK_BUDGET, firstMatchAt, searchIndexedCap, useIndexedSearch, userListStatements } from '../src/users/user.reads.js';
 import { readPath } from '../src/db/read-path.js';
 import { call, load, log, median, startServer, startService, syscallsPerRequest, type LoadResult, type Scenario, type Server, type Stats, type SyscallCount } from './servers.js';
 import { scaleOutReport, scaleOutSettings } from './scale-out.js';
@@ -51,6 +51,11 @@ if (!/^[a-z_][a-z0-9_]*$/.test(databasePrefix)) {
   process.stderr.write('BENCH_DB_PREFIX must be a lower-case SQL identifier.\n');
   process.exit(2);
 }
+/**
+ * A term held by 5% of the users, all of them last in the name order (their names start with it):
+ * a search for it finds nothing in the first 95% of the name order.
+ */
+const lateTerm = 'zenith';
 const label = (size: number) => (size >= 1_000_000 ? `${size / 1_000_000}M` : size >= 1000 ? `${size / 1000}k` : String(size));
 
 interface Prepared {
@@ -94,6 +99,15 @@ async function prepare(size: number): Promise<Prepared> {
       await seedCommand.run(database, { account: account.id, users: String(size - Number(users)), 'shifts-per-user': '0' }, { info: (m) => log(m) });
       await seedNestedAndWrites(database, account.id);
       seedSeconds = (Date.now() - started) / 1000;
+    }
+    const [{ n: late } = { n: 0 }] = await em.execute<{ n: string | number }[]>('select count(*) as n from users where account_id = ? and deleted_at is null and search_text like ?', [account.id, `%${lateTerm}%`]);
+    if (Number(late) === 0) {
+      // The 5% last in the name order get the term as a first name, so they stay last whatever is added later.
+      await em.execute(
+        `update users set name = initcap(?) || ' ' || name where id in
+           (select id from users where account_id = ? and deleted_at is null order by name desc, id desc limit ?)`,
+        [lateTerm, account.id, Math.round(size * 0.05)],
+      );
     }
     // Fresh statistics and GIN pending lists merged, as a maintained production database has them.
     const maintenance = new pg.Client({ connectionString: url.toString() });
@@ -226,6 +240,7 @@ for (const size of sizes) {
     { name: 'search: lovelace (6% of users, late in name order)', method: 'GET', path: '/users?query=lovelace', baseline: false },
     // The first name sorting last: every match lies in the last 6% of the name order.
     { name: 'search: shafi (6% of users, last in name order)', method: 'GET', path: '/users?query=shafi', baseline: false },
+    { name: `search: ${lateTerm} (5% of users, all last in name order)`, method: 'GET', path: `/users?query=${lateTerm}`, baseline: false },
     { name: 'search: one character (q, no match)', method: 'GET', path: '/users?query=q', baseline: false },
     { name: 'search: two characters (zq, no match)', method: 'GET', path: '/users?query=zq', baseline: false },
     { name: 'search: two characters (an, common)', method: 'GET', path: '/users?query=an', baseline: false },
@@ -295,17 +310,28 @@ for (const size of sizes) {
   // Plans of the search statements exactly as the service builds them.
   const database = await openDatabase({ databaseUrl: prepared.databaseUrl, dataDir: undefined, entities: allEntities(), commitHooks: allCommitHooks(), poolMax: 2 });
   const platform = database.em().getPlatform();
-  for (const term of [prepared.rareTerm, 'lovelace', 'shafi', 'q', 'zq', 'an']) {
+  for (const term of [prepared.rareTerm, 'lovelace', 'shafi', lateTerm, 'q', 'zq', 'an']) {
     const options = { query: term, first: 25 };
     const statements = userListStatements(prepared.accountId, options, ['id', 'name', 'email', 'timeZone', 'color', 'role', 'avatarUrl', 'description', 'invitationSent', 'jobTitle', 'createdViaSso']);
     const explain = async (label: string, statement: { sql: string; params: unknown[] }, analyze: boolean) => {
       const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(`explain ${analyze ? '(analyze, buffers)' : ''} ${platform.formatQuery(statement.sql, statement.params)}`);
       plans.push(`#### ${sizeLabel}, query=${term}, ${label}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);
     };
-    const [matches, users] = await readPath(database.em()).estimate(statements.estimate!);
+    // The same steps as UserReads.list: the estimate; with many expected matches the bounded walk, then (when it came back short) the path the decision picks.
+    const reads = readPath(database.em());
+    const [matches, users] = await reads.estimate(statements.estimate!);
     const [{ n: actual }] = await database.em().execute<{ n: string }[]>(platform.formatQuery(statements.count.sql, statements.count.params));
-    await explain(`estimate (${matches} matches of ${users} users estimated, ${actual} actual matches)`, statements.estimate![0], false);
-    if (useIndexedSearch(term, { matches: matches!, users: users! }, options)) await explain('indexed', statements.indexed!, true);
+    const many = matches! > SEARCH_ALWAYS_INDEXED;
+    const first = many ? firstMatchAt(term, await reads.histogram('users', 'search_text')) : null;
+    await explain(`estimate (${matches} matches of ${users} users estimated, ${actual} actual matches, first matching histogram bound at ${first ?? '-'})`, statements.estimate![0], false);
+    if (many) {
+      const bounded = await reads.rows<{ id: string | null; searchWalked: string | null }>(statements.bounded!.sql, statements.bounded!.params);
+      const found = bounded.filter((row) => row.id !== null).length;
+      const walked = bounded[0]?.searchWalked ?? null;
+      await explain(`bounded walk (${found} rows, ${walked ?? 'page full, not counted'} entries walked)`, statements.bounded!, true);
+      if (found > options.first || (walked !== null && Number(walked) < SEARCH_WALK_BUDGET)) continue;
+    }
+    if (useIndexedSearch(term, { matches: matches!, users: users!, firstMatchAt: first }, options)) await explain('indexed', statements.indexed!(searchIndexedCap(matches!)), true);
     else await explain('walk', statements.page, true);
   }
   await database.close();

@@ -45,6 +45,12 @@ export interface ReadPath {
    * Never prepared: the estimate is for these values.
    */
   estimate(statements: readonly { sql: string; params: readonly unknown[] }[], options?: { replica?: boolean }): Promise<number[]>;
+  /**
+   * The histogram bounds ANALYZE keeps for a column (pg_stats, as text, in the column's order; empty
+   * without statistics), read once per STATISTICS_TTL_MS per database: they change only when the
+   * table is analyzed, and reading them costs milliseconds (the array is converted through text).
+   */
+  histogram(table: string, column: string): Promise<readonly string[]>;
 }
 
 /** How an ORM's reads are sent (src/db/database.ts sets it when it opens the database). */
@@ -144,6 +150,11 @@ function arrayLiteral(values: readonly unknown[]): string {
   return `{${values.map(element).join(',')}}`;
 }
 
+/** How long histogram bounds are reused before they are read again (autovacuum's ANALYZE runs minutes apart). */
+export const STATISTICS_TTL_MS = 60_000;
+/** Per database (its primary connection): table.column -> bounds and when they were read. */
+const histograms = new WeakMap<object, Map<string, { readAt: number; bounds: Promise<readonly string[]> }>>();
+
 export function readPath(em: EntityManager): ReadPath {
   const named = settingsByOrm.get(em.config)?.namedStatements ?? false;
   const primary = em.getConnection('write') as StatementConnection;
@@ -190,6 +201,22 @@ export function readPath(em: EntityManager): ReadPath {
       const [{ Plan: plan }] = (typeof text === 'string' ? JSON.parse(text) : text) as [{ Plan: Node }];
       // One statement is the plan itself; several are the children of its Append.
       return (statements.length === 1 ? [plan] : plan.Plans!).map((node) => Number(node['Plan Rows']));
+    },
+    histogram(table: string, column: string) {
+      let cached = histograms.get(primary);
+      if (!cached) histograms.set(primary, (cached = new Map()));
+      const key = `${table}.${column}`;
+      const hit = cached.get(key);
+      if (hit && Date.now() - hit.readAt < STATISTICS_TTL_MS) return hit.bounds;
+      const bounds = run<{ bounds: string[] | null }>(
+        'select histogram_bounds::text::text[] as bounds from pg_stats where schemaname = current_schema() and tablename = ? and attname = ?',
+        [table, column],
+        {},
+      ).then(([row]) => row?.bounds ?? []);
+      cached.set(key, { readAt: Date.now(), bounds });
+      // A failed read is not kept: the next search asks again.
+      bounds.catch(() => cached.delete(key));
+      return bounds;
     },
   };
 }

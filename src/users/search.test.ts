@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
 import { readPath } from '../db/read-path.js';
-import { SEARCH_INDEXED_CAP, userListStatements } from './user.reads.js';
+import { SEARCH_INDEXED_CAP, SEARCH_WALK_BUDGET, firstMatchAt, useIndexedSearch, userListStatements } from './user.reads.js';
 
 /**
  * Search keeps exact case-insensitive substring semantics and the (name, id) order on each of its
@@ -66,13 +66,16 @@ function expected(term: string): string[] {
 }
 
 /** Each path on its own, as the service builds it, whatever the estimate would pick. */
-async function eachPath(term: string, first: number, offset = 0): Promise<{ indexed: string[]; walk: string[] }> {
+async function eachPath(term: string, first: number, offset = 0): Promise<{ indexed: string[]; walk: string[]; bounded: string[] }> {
   const built = userListStatements(account.id, { query: term, first, offset }, ['id', 'name']);
   const reads = readPath(h.database.em());
   const ids = (rows: { id: string }[]) => rows.map((row) => row.id).slice(0, first);
   return {
-    indexed: ids(await reads.rows<{ id: string }>(built.indexed!.sql, built.indexed!.params)),
+    indexed: ids(await reads.rows<{ id: string }>(built.indexed!(SEARCH_INDEXED_CAP).sql, built.indexed!(SEARCH_INDEXED_CAP).params)),
     walk: ids(await reads.rows<{ id: string }>(built.page.sql, built.page.params)),
+    // Every user of this account so far lies within the walk budget, so the bounded walk is exact too.
+    // (An empty page comes back as one row of nulls carrying the walked count.)
+    bounded: ids((await reads.rows<{ id: string }>(built.bounded!.sql, built.bounded!.params)).filter((row) => row.id !== null)),
   };
 }
 
@@ -102,11 +105,11 @@ test.each(terms)('%s: exactly the substring matches, in name then id order', asy
   expect(await search(term)).toEqual(want.slice(0, 100));
 });
 
-test.each(terms)('%s: the indexed search and the walk give the same pages', async (_label, term) => {
+test.each(terms)('%s: the indexed search, the walk and the bounded walk give the same pages', async (_label, term) => {
   const want = expected(term);
   for (const [first, offset] of [[25, 0], [10, 30], [100, 0]] as const) {
-    const { indexed, walk } = await eachPath(term.trim(), first, offset);
-    expect({ indexed, walk }).toEqual({ indexed: want.slice(offset, offset + first), walk: want.slice(offset, offset + first) });
+    const page = want.slice(offset, offset + first);
+    expect(await eachPath(term.trim(), first, offset)).toEqual({ indexed: page, walk: page, bounded: page });
   }
 });
 
@@ -136,6 +139,81 @@ test('a renamed user is found under the new name and not the old one', async () 
   people.find((p) => p.id === 'PSX0002')!.name = 'Renamed Person';
   expect(await search('renamed pers')).toEqual(['PSX0002']);
   expect(await search('endsx')).toEqual([]);
+});
+
+test('a rare term goes straight to the trigram index; a common one is answered by the bounded walk, its last short page included', async () => {
+  statements.length = 0;
+  expect(await search('quasar_3', 100)).toEqual(expected('quasar_3'));
+  expect(statements.some((sql) => sql.includes('first_entries'))).toBe(false);
+  expect(statements.some((sql) => sql.includes('as materialized (select id, name'))).toBe(true);
+
+  // Every user so far is within the budget of the name order: a short page means the walk reached the end.
+  const [{ n }] = await h.database.em().execute<{ n: string }[]>('select count(*) as n from users where account_id = ? and deleted_at is null', [account.id]);
+  expect(Number(n)).toBeLessThan(SEARCH_WALK_BUDGET);
+  const want = expected('anna');
+  expect(want.length).toBeGreaterThan(500);
+  statements.length = 0;
+  expect(await search('anna', 100)).toEqual(want.slice(0, 100));
+  const last = await h.rest('get', `/users?query=anna&limit=100&offset=${want.length - 20}`, { key: account.key });
+  expect(last.body.users.map((user: { id: string }) => user.id)).toEqual(want.slice(-20));
+  expect(statements.some((sql) => sql.includes('first_entries'))).toBe(true);
+  expect(statements.some((sql) => sql.includes('as materialized (select id, name'))).toBe(false);
+});
+
+test('many matches all after more than the walk budget of other users: the exact page, and paging gives every match once', async () => {
+  // Sorting between "Anna ..." and "Zed ...", none matching "zeta".
+  const added: Person[] = [];
+  for (let n = 0; n < SEARCH_WALK_BUDGET + 100; n++) added.push({ id: `PF${String(n).padStart(5, '0')}`, name: `Mid Filler ${n}`, email: `mid${n}@example.com` });
+  // After everyone: more than the estimate sends straight to the trigram index.
+  for (let n = 0; n < 300; n++) added.push({ id: `PL${String(n).padStart(5, '0')}`, name: `Zeta Late ${n % 9} ${n}`, email: `late${n}@example.com` });
+  await insert(added);
+  await h.database.em().execute('analyze users');
+  const want = expected('zeta');
+  expect(want.length).toBe(300);
+  statements.length = 0;
+  expect(await search('zeta', 25)).toEqual(want.slice(0, 25));
+  // The budgeted walk came back short, so the page came from a second, unbounded path.
+  expect(statements.some((sql) => sql.includes('first_entries'))).toBe(true);
+  expect(statements.some((sql) => sql.includes('as materialized (select id, name') || sql.includes('where id in\n              (select id from users'))).toBe(true);
+
+  const byOffset: string[] = [];
+  for (let offset = 0; offset < want.length + 40; offset += 40) {
+    const response = await h.rest('get', `/users?query=zeta&limit=40&offset=${offset}`, { key: account.key });
+    byOffset.push(...response.body.users.map((user: { id: string }) => user.id));
+  }
+  expect(byOffset).toEqual(want);
+
+  const query = 'query($after: String) { users(first: 30, after: $after, query: "late 4") { nodes { id } pageInfo { hasNextPage endCursor } } }';
+  const byCursor: string[] = [];
+  let after: string | null = null;
+  for (let pages = 0; pages < 100; pages++) {
+    const result: any = await h.graphql(query, { after }, account.key);
+    byCursor.push(...result.data.users.nodes.map((node: { id: string }) => node.id));
+    if (!result.data.users.pageInfo.hasNextPage) break;
+    after = result.data.users.pageInfo.endCursor;
+  }
+  expect(byCursor).toEqual(expected('late 4'));
+  expect(byCursor.length).toBeGreaterThan(30);
+});
+
+test('where the first match lies comes from the histogram of search_text, and sends a late cluster to the trigram index', async () => {
+  const bounds = await readPath(h.database.em()).histogram('users', 'search_text');
+  expect(bounds.length).toBeGreaterThan(100);
+  expect([...bounds].sort()).toEqual(bounds);
+  // "Anna Berg ..." fill the start of the name order, "Zed Quasar ..." its end.
+  expect(firstMatchAt('anna', bounds)).toBe(0);
+  expect(firstMatchAt('Quasar', bounds)).toBeGreaterThan(0.8);
+  expect(firstMatchAt('no such term', bounds)).toBeNull();
+
+  const page = { first: 25 };
+  const dense = { matches: 62_000, users: 1_000_000 };
+  // Spread over the name order, 62,000 matches fill a page within a few hundred users: walk.
+  expect(useIndexedSearch('shafi', { ...dense, firstMatchAt: null }, page)).toBe(false);
+  expect(useIndexedSearch('lovelace', { ...dense, firstMatchAt: 0.036 }, page)).toBe(false);
+  // All after 94% of the name order: ordering the matches costs less than walking to them.
+  expect(useIndexedSearch('shafi', { ...dense, firstMatchAt: 0.94 }, page)).toBe(true);
+  // A short term's index recheck is dearer: 180,000 matches of "an" stay on the walk even late.
+  expect(useIndexedSearch('an', { matches: 180_000, users: 1_000_000, firstMatchAt: 0.94 }, page)).toBe(false);
 });
 
 test('more matches than the statistics knew: the indexed search gives way to the walk, still exact', async () => {

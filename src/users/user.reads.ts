@@ -95,27 +95,35 @@ export interface UserRowPage {
 }
 
 /**
- * How a search page is found (README, "Searching users"). The planner estimates, from the
- * statistics of `search_text`, how many users match and how many the account has; the cheaper of
- * two exact paths is taken. The indexed path: a trigram index finds every match and only they are
- * ordered (its cost grows with the matches; it reads at most SEARCH_INDEXED_CAP of them, so a wrong
- * estimate costs that many, then the walk). The walk: the name order is walked in the btree that
- * carries `search_text`, testing each entry without reading the table row, until the page is full
- * (its cost grows with the users before the page's last match). `search_text` is
+ * How a search page is found (README, "Searching users"). The planner estimates (statistics of
+ * `search_text`) how many users match and how many the account has. Up to SEARCH_ALWAYS_INDEXED
+ * expected matches go to the trigram index. More first get the walk, bounded: the first
+ * SEARCH_WALK_BUDGET entries of the name order, in the btree that carries `search_text`, each tested
+ * without reading the table row; a full page, or the end of the account within the budget, is the
+ * answer. Otherwise the cheaper of two exact paths is taken, from the estimates and from where in
+ * the name order the first match lies (`firstMatchAt`: the first histogram bound
+ * of `search_text` holding the term; the bounds are table-wide, read once a minute, ReadPath.histogram). The indexed path: a trigram index finds
+ * every match and only (id, name) of each are ordered (its cost grows with the matches; it reads at
+ * most `searchIndexedCap` of them, so a wrong estimate costs that many, then the walk). The walk,
+ * unbounded: its cost grows with the users before the page's last match, which a cluster of matches
+ * late in the name order makes nearly the whole account. `search_text` is
  * `lower(name || chr(1) || email)`: a term is a substring of the name or the email exactly when its
  * lower-cased form is one of that string (chr(1) cannot occur in such a term, so no match spans
  * both); for terms of one or two characters the index tests that string with every character
  * tripled, where "zq" occurs exactly when "zzzqqq" does.
  */
 export const SEARCH_INDEXED_CAP = 10_000;
+/** Entries of the name order a search walks before it asks the planner (0.5-1 ms, docs/BENCHMARKS.md). */
+export const SEARCH_WALK_BUDGET = 2_000;
 /**
- * Cost of one match on the indexed path, in entries walked (measured, docs/BENCHMARKS.md: an entry
- * walked ~0.27 us; a match found through the index and fetched ~4 us; ~10 us for a term of one or
- * two characters, whose index recheck runs the character tripling on each row).
+ * Cost of one match on the indexed path, in entries walked (measured at 1M users in one run,
+ * docs/BENCHMARKS.md "Round two": an entry walked 1.3 us and a match of a long term 9.3 us on a
+ * loaded machine, 7x; a term of one or two characters ~10 us against 0.27 us, whose index recheck
+ * runs the character tripling on each row).
  */
-const INDEXED_MATCH_COST = { long: 15, short: 40 };
+const INDEXED_MATCH_COST = { long: 8, short: 40 };
 /** Up to this many expected matches the indexed path is taken whatever the walk would cost (about a millisecond). */
-const SEARCH_ALWAYS_INDEXED = 200;
+export const SEARCH_ALWAYS_INDEXED = 200;
 const SEARCH_TEXT = 'lower(name || chr(1) || email)';
 /** Must stay the expression of `users_search_short_terms_idx`, character for character. */
 const tripled = (text: string) => `regexp_replace(${text}, '(.)', '\\1\\1\\1', 'g')`;
@@ -151,6 +159,19 @@ function matchCondition(match: readonly UserMatch[]): Statement {
 
 /** The number of matches the indexed path counted, selected with its rows (removed before they are returned). */
 const MATCHES = 'searchMatches' as const;
+/** The entries the bounded walk passed, selected with a short page's rows (removed before they are returned). */
+const WALKED = 'searchWalked' as const;
+/**
+ * Where the first match lies in the order of `search_text` (lower-cased name order), as a fraction:
+ * the first histogram bound (ANALYZE keeps 1,000, one per 0.1% of users) holding the term; null
+ * when none does. A cluster of matches late in the name order is invisible to the count of matches,
+ * and it decides what walking to them costs.
+ */
+export function firstMatchAt(term: string, bounds: readonly string[]): number | null {
+  const needle = term.trim().toLowerCase();
+  const position = bounds.findIndex((bound) => bound.includes(needle));
+  return position < 0 ? null : position / bounds.length;
+}
 
 /**
  * The statements of one listing page. `page` gives the page: without a term the name order, with
@@ -163,7 +184,13 @@ export function userListStatements(
   accountId: string,
   options: UserListOptions,
   fields: Iterable<string>,
-): { estimate?: [matches: Statement, users: Statement]; indexed?: Statement; page: Statement; count: Statement } {
+): {
+  bounded?: Statement;
+  estimate?: [matches: Statement, users: Statement];
+  indexed?: (cap: number) => Statement;
+  page: Statement;
+  count: Statement;
+} {
   const columns = userSelectList(fields);
   const live = 'account_id = ? and deleted_at is null';
   const after = options.after ? ' and (name, id) > (?, ?)' : '';
@@ -200,17 +227,33 @@ export function userListStatements(
   }
   const indexed = indexedCondition(term);
   const walked = `search_text like ${likePattern('lower(?)')}`;
+  const firstEntries = `select id, name, search_text from users where ${live}${after} order by name, id limit ?`;
+  const firstEntriesParams = [accountId, ...afterParams, SEARCH_WALK_BUDGET];
   return {
+    // The page from the first SEARCH_WALK_BUDGET entries of the name order only; when it comes back
+    // short, how many entries there were (fewer than the budget: the walk reached the end, so the page is exact).
+    bounded: {
+      sql: `with page as materialized (
+              select id from (${firstEntries}) first_entries where ${walked} order by name, id limit ? offset ?)
+            select listed.*, short."${WALKED}"
+              from (select case when (select count(*) from page) < ? then (select count(*) from (${firstEntries}) counted) end as "${WALKED}") short
+              -- One row even for an empty page (its columns null), so the walked count always comes back.
+              left join lateral (select ${columns} from users where id in (select id from page) offset 0) listed on true
+             order by listed.name, listed.id`,
+      params: [...firstEntriesParams, term, ...window, options.first + 1, ...firstEntriesParams],
+    },
     estimate: [
       { sql: `select 1 from users where ${live} and ${walked}`, params: [accountId, term] },
       { sql: `select 1 from users where ${live}`, params: [accountId] },
     ],
     // Materialized: the planner finds the matches through the index, then orders only them.
-    indexed: {
-      sql: `with matches as materialized (select ${columns} from users where ${live}${after} and ${indexed.sql} limit ?)
-            select *, count(*) over () as "${MATCHES}" from matches order by name, id limit ? offset ?`,
-      params: [accountId, ...afterParams, ...indexed.params, SEARCH_INDEXED_CAP + 1, ...window],
-    },
+    // Only (id, name) of each match is kept and ordered (top-N); the page's rows are read by primary key.
+    indexed: (cap) => ({
+      sql: `with matches as materialized (select id, name from users where ${live}${after} and ${indexed.sql} limit ?)
+            select ${columns}, (select count(*) from matches) as "${MATCHES}" from users
+             where id in (select id from matches order by name, id limit ? offset ?) order by name, id`,
+      params: [accountId, ...afterParams, ...indexed.params, cap + 1, ...window],
+    }),
     // The walk reads only the index of the name order; the table rows of the page's users come after.
     page: {
       sql: `select ${columns} from users where id in
@@ -228,14 +271,27 @@ export function userListStatements(
  * entries per match it needs (the matches spread over the name order); a cluster of matches late in
  * the name order costs it more than that, which is why few matches always go through the index.
  */
-export function useIndexedSearch(term: string, estimated: { matches: number; users: number }, options: UserListOptions): boolean {
+export function useIndexedSearch(
+  term: string,
+  estimated: { matches: number; users: number; firstMatchAt?: number | null },
+  options: UserListOptions,
+): boolean {
   const windowEnd = (options.after ? 0 : options.offset ?? 0) + options.first + 1;
   if (windowEnd > SEARCH_INDEXED_CAP) return false;
   const matches = Math.max(1, estimated.matches);
   if (matches <= SEARCH_ALWAYS_INDEXED) return true;
-  const walked = Math.min(estimated.users, (windowEnd * estimated.users) / matches);
+  const spread = (windowEnd * estimated.users) / matches;
+  const walked = Math.min(estimated.users, Math.max(spread, (estimated.firstMatchAt ?? 0) * estimated.users));
   const perMatch = [...term.trim()].length <= 2 ? INDEXED_MATCH_COST.short : INDEXED_MATCH_COST.long;
-  return matches <= SEARCH_INDEXED_CAP && matches * perMatch <= walked;
+  return matches <= searchIndexedCap(matches) && matches * perMatch <= walked;
+}
+
+/**
+ * How many matches the indexed path reads before it gives way to the walk: a wrong estimate costs at
+ * most this many (twice the estimate, at least SEARCH_INDEXED_CAP).
+ */
+export function searchIndexedCap(estimatedMatches: number): number {
+  return Math.max(SEARCH_INDEXED_CAP, 2 * estimatedMatches);
 }
 
 /** Presenting reads of users: list, show, viewer and counts, as plain rows (see src/db/read-path.ts). */
@@ -286,14 +342,26 @@ export class UserReads {
       slice: async () => {
         const read = (step: Statement) => this.rows(step.sql, step.params, { replica: true, prepared: step.prepared });
         const page = (rows: UserRow[]) => ({ items: rows.slice(0, options.first), hasNextPage: rows.length > options.first });
-        if (statement.estimate && statement.indexed) {
+        if (statement.estimate && statement.indexed && statement.bounded) {
           const [matches, users] = await this.reads.estimate(statement.estimate, { replica: true });
-          if (useIndexedSearch(options.query!, { matches: matches!, users: users! }, options)) {
-            const rows: (UserRow & { [MATCHES]?: number | string })[] = await read(statement.indexed);
+          // Few expected matches go straight to the trigram index; only many may fill a page early.
+          const many = matches! > SEARCH_ALWAYS_INDEXED;
+          if (many) {
+            const answer: (UserRow & { [WALKED]?: number | string | null })[] = await read(statement.bounded);
+            const walked = answer[0]?.[WALKED];
+            for (const row of answer) delete row[WALKED];
+            const rows = answer.filter((row) => row.id != null);
+            // A full page, or the end of the name order within the budget: exact without the trigram indexes.
+            if (rows.length > options.first || (walked != null && Number(walked) < SEARCH_WALK_BUDGET)) return page(rows);
+          }
+          const first = many ? firstMatchAt(options.query!, await this.reads.histogram('users', 'search_text')) : null;
+          if (useIndexedSearch(options.query!, { matches: matches!, users: users!, firstMatchAt: first }, options)) {
+            const cap = searchIndexedCap(matches!);
+            const rows: (UserRow & { [MATCHES]?: number | string })[] = await read(statement.indexed(cap));
             const found = Number(rows[0]?.[MATCHES] ?? 0);
             for (const row of rows) delete row[MATCHES];
             // More matches than the index path orders: the estimate was wrong, and the walk serves the term.
-            if (found <= SEARCH_INDEXED_CAP) return page(rows);
+            if (found <= cap) return page(rows);
           }
         }
         return page(await read(statement.page));
