@@ -283,7 +283,8 @@ export function useIndexedSearch(
   const spread = (windowEnd * estimated.users) / matches;
   const walked = Math.min(estimated.users, Math.max(spread, (estimated.firstMatchAt ?? 0) * estimated.users));
   const perMatch = [...term.trim()].length <= 2 ? INDEXED_MATCH_COST.short : INDEXED_MATCH_COST.long;
-  return matches <= searchIndexedCap(matches) && matches * perMatch <= walked;
+  // No cap on the estimate itself: the indexed path reads up to searchIndexedCap(matches), which is always above it.
+  return matches * perMatch <= walked;
 }
 
 /**
