@@ -4,7 +4,7 @@ import type { TransactionRunner } from '../db/transaction.js';
 import { chainHash, holdsOnlyChainedFields } from './audit-chain.js';
 import { lockChainHead } from './audit-trail.hook.js';
 import type { PublicUrls } from '../app/runtime.js';
-import type { AuditRecordBody } from './audit-record.js';
+import { auditBodyOf, type AuditRecordBody } from './audit-record.js';
 import { presentAuditRecord } from './audit-record.rest.js';
 import { presentAuditRow } from './audit-records.service.js';
 
@@ -45,7 +45,7 @@ async function* walk(em: EntityManager, accountId: string, options: { afterPosit
 }
 
 function bodyOf(row: StoredRow): AuditRecordBody {
-  return typeof row.body === 'string' ? (JSON.parse(row.body) as AuditRecordBody) : row.body;
+  return auditBodyOf(row.body);
 }
 
 export type VerifyOutcome =

@@ -8,6 +8,7 @@ import type { RestRoute } from '../rest/route.js';
 import { operationDocument } from '../rest/route.js';
 import type { ListAuditRecordsQuery, ListUserAuditRecordsQuery, RestAuditRecordFieldsFragment, RestAuditReferenceFieldsFragment } from '../graphql/generated/operations.js';
 import { METHOD_TYPES } from './audit-record.js';
+import { RESOURCE_TYPE_PATTERN } from './audit-records.service.js';
 
 const withFields = (file: string) => operationDocument(import.meta.url, file, './operations/audit-record-fields.graphql');
 
@@ -94,7 +95,7 @@ function listParameter(name: string, description: string, pattern: RegExp): Para
   };
 }
 
-const rootResourceTypesParameter = listParameter('root_resource_types', 'Only records whose root resource is of these plural types, e.g. `users`.', /^[a-z][a-z_]{0,62}s$/);
+const rootResourceTypesParameter = listParameter('root_resource_types', 'Only records whose root resource is of these plural types, e.g. `users`.', RESOURCE_TYPE_PATTERN);
 const actionsParameter = listParameter('actions', `Only these actions (${ACTIONS_EXAMPLE}, ...).`, /^[a-z][a-z_]{0,63}$/);
 const actorTypeParameter = singleParameter('actor_type', 'Only records with an actor of this type.', { type: 'string', enum: [...ACTOR_TYPES] }, 64);
 const actorIdParameter = singleParameter('actor_id', 'Only records with this actor; needs `actor_type`.', { type: 'string' }, 100);

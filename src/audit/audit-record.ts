@@ -25,6 +25,11 @@ export interface AuditRecordBody {
 }
 
 /** The body with its keys in the one order the chain hashes it in (the order `draftRecord` writes). */
+/** A stored body as the driver hands it over: parsed jsonb, or its text (some drivers and casts). */
+export function auditBodyOf(body: AuditRecordBody | string): AuditRecordBody {
+  return typeof body === 'string' ? (JSON.parse(body) as AuditRecordBody) : body;
+}
+
 export function orderedBody(body: AuditRecordBody): AuditRecordBody {
   const ref = (item: StoredReference): StoredReference => (item.summary ? { id: item.id, type: item.type, summary: item.summary } : { id: item.id, type: item.type });
   return {
@@ -116,7 +121,9 @@ export function draftRecord(change: Change, origin: WriteOrigin): DraftRecord {
   const referenceGroups = new Map<string, StoredReference[]>();
   for (const item of change.references ?? []) {
     const name = `${item.type}s`;
-    referenceGroups.set(name, [...(referenceGroups.get(name) ?? []), reference(item.type, item.id)]);
+    const group = referenceGroups.get(name);
+    if (group) group.push(reference(item.type, item.id));
+    else referenceGroups.set(name, [reference(item.type, item.id)]);
   }
   const removing = TAKES_AWAY.test(change.action);
   return {

@@ -4,7 +4,7 @@ import { policy } from '../auth/policy.js';
 import type { Principal } from '../auth/principal.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import { InvalidInputError, MissingArgumentError, NotFoundError } from '../errors/domain-errors.js';
-import type { AuditRecordBody, StoredReference } from './audit-record.js';
+import { auditBodyOf, type AuditRecordBody, type StoredReference } from './audit-record.js';
 
 export const MAX_AUDIT_PAGE_SIZE = 100;
 export const DEFAULT_AUDIT_WINDOW_MS = 24 * 3_600_000;
@@ -88,7 +88,7 @@ export function auditWindow(filter: Pick<AuditFilter, 'since' | 'until'>, now = 
   return { since, until };
 }
 
-const RESOURCE_TYPE_PATTERN = /^[a-z][a-z_]{0,62}s$/;
+export const RESOURCE_TYPE_PATTERN = /^[a-z][a-z_]{0,62}s$/;
 
 /** The filters of a read, past the window, as SQL conditions on audit_records; bad filters are refused here, before any read. */
 export function matchConditions(filter: AuditMatch): { conditions: string[]; params: unknown[] } {
@@ -193,7 +193,7 @@ export class AuditRecordsService {
 
 /** A stored record as both faces (and the export) present it. */
 export function presentAuditRow(row: AuditRow, urls: PublicUrls): PresentedAuditRecord {
-  const body = (typeof row.body === 'string' ? JSON.parse(row.body) : row.body) as AuditRecordBody;
+  const body = auditBodyOf(row.body);
   const ref = (item: StoredReference) => presentReference(item, urls);
   return {
     id: row.id,

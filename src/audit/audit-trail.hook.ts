@@ -45,7 +45,11 @@ export const auditTrailHook: CommitHook = {
   name: AUDIT_TRAIL_HOOK,
   async beforeCommit(tx, changes, origin) {
     const byAccount = new Map<string, Change[]>();
-    for (const change of changes) byAccount.set(change.accountId, [...(byAccount.get(change.accountId) ?? []), change]);
+    for (const change of changes) {
+      const ofAccount = byAccount.get(change.accountId);
+      if (ofAccount) ofAccount.push(change);
+      else byAccount.set(change.accountId, [change]);
+    }
     // Several accounts' heads (an operator's command): always in account order, so two such writes cannot deadlock.
     for (const accountId of [...byAccount.keys()].sort()) await appendRecords(tx, accountId, byAccount.get(accountId)!, origin);
   },

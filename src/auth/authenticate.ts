@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { AuthenticationError } from '../errors/domain-errors.js';
-import { parseAuthorizationHeader } from './credentials.js';
+import { credentialTail, parseAuthorizationHeader } from './credentials.js';
 import type { Principal } from './principal.js';
 
 /**
@@ -42,7 +42,7 @@ export async function authenticate(
   for (const resolver of ordered) {
     if (resolver.scheme !== presented.scheme) continue;
     const principal = await resolver.resolve(em, presented.digest, new Date());
-    if (principal) return { status: 'authenticated', principal: { ...principal, credentialTail: presented.tail } };
+    if (principal) return { status: 'authenticated', principal: { ...principal, credentialTail: credentialTail(presented.secret) } };
   }
   return { status: 'rejected', error: new AuthenticationError('The credential is unknown, revoked or expired.') };
 }

@@ -1,8 +1,8 @@
 import { digestSecret } from './secrets.js';
 
 export type PresentedCredential =
-  | { scheme: 'token'; digest: string; tail: string; secret: string }
-  | { scheme: 'bearer'; digest: string; tail: string; secret: string }
+  | { scheme: 'token'; digest: string; secret: string }
+  | { scheme: 'bearer'; digest: string; secret: string }
   | { scheme: 'malformed' };
 
 /**
@@ -12,9 +12,9 @@ export type PresentedCredential =
 export function parseAuthorizationHeader(header: string | undefined): PresentedCredential | undefined {
   if (header === undefined || header.trim() === '') return undefined;
   const token = /^Token\s+token=("?)([A-Za-z0-9_\-+/=.~]{8,200})\1\s*$/i.exec(header.trim());
-  if (token) return { scheme: 'token', digest: digestSecret(token[2]!), tail: credentialTail(token[2]!), secret: token[2]! };
+  if (token) return { scheme: 'token', digest: digestSecret(token[2]!), secret: token[2]! };
   const bearer = /^Bearer\s+([A-Za-z0-9_\-+/=.~]{8,500})\s*$/i.exec(header.trim());
-  if (bearer) return { scheme: 'bearer', digest: digestSecret(bearer[1]!), tail: credentialTail(bearer[1]!), secret: bearer[1]! };
+  if (bearer) return { scheme: 'bearer', digest: digestSecret(bearer[1]!), secret: bearer[1]! };
   return { scheme: 'malformed' };
 }
 

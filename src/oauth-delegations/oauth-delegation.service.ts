@@ -456,7 +456,9 @@ export async function revokeClientDelegations(em: EntityManager, clientId: strin
   const byHolder = new Map<string, typeof rows>();
   for (const row of rows) {
     const holder = `${row.account_id}/${row.user_id ?? ''}`;
-    byHolder.set(holder, [...(byHolder.get(holder) ?? []), row]);
+    const ofHolder = byHolder.get(holder);
+    if (ofHolder) ofHolder.push(row);
+    else byHolder.set(holder, [row]);
   }
   for (const held of byHolder.values()) {
     const { account_id: accountId, user_id: userId } = held[0]!;

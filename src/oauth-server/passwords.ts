@@ -14,8 +14,9 @@ const ARGON2_OPTIONS = { algorithm: Algorithm.Argon2id, memoryCost: 19_456, time
 export const PASSWORD_MIN_LENGTH = 12;
 export const PASSWORD_MAX_LENGTH = 256;
 
-/** Verified against when no account matches, so a wrong email costs what a wrong password costs. */
 let decoyHash: Promise<string> | undefined;
+/** Verified against when no account matches, so a wrong email costs what a wrong password costs. */
+const decoy = (): Promise<string> => (decoyHash ??= hashPassword('decoy password for unknown accounts'));
 
 export function validatePassword(password: string): void {
   if (password.length < PASSWORD_MIN_LENGTH || password.length > PASSWORD_MAX_LENGTH) {
@@ -100,8 +101,7 @@ export async function changeOwnPassword(change: PasswordChange): Promise<void> {
   if (!row) throw new NotFoundError('user');
   const attempt = await beginSignInAttempt(em, row.email, change.address, change.limits);
   if (!attempt.allowed) throw new RateLimitedError(attempt.retryAfterSeconds);
-  decoyHash ??= hashPassword('decoy password for unknown accounts');
-  if (!(await verifyPassword(row.password_hash ?? (await decoyHash), change.currentPassword)) || row.password_hash === null) {
+  if (!(await verifyPassword(row.password_hash ?? (await decoy()), change.currentPassword)) || row.password_hash === null) {
     throw new ForbiddenError('The current password is not correct.');
   }
   await attempt.succeeded();
@@ -130,8 +130,7 @@ export async function checkSignIn(em: EntityManager, accountId: string, email: s
     [accountId, email],
   );
   if (!row) {
-    decoyHash ??= hashPassword('decoy password for unknown accounts');
-    await verifyPassword(await decoyHash, password);
+    await verifyPassword(await decoy(), password);
     return undefined;
   }
   return (await verifyPassword(row.password_hash, password)) ? row.id : undefined;

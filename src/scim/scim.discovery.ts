@@ -1,3 +1,4 @@
+import { USER_ROLES } from '../auth/roles.js';
 import { MAX_FILTER_TERMS } from './scim.filter.js';
 import { MAX_PATCH_OPERATIONS } from './scim.patch.js';
 import { SCIM_USER_SCHEMA } from './scim.user.js';
@@ -71,7 +72,7 @@ export const USER_SCHEMA_RESOURCE = {
     attribute('roles', 'The base role: [{"type": "base", "value": "<role>", "primary": true}]; owner cannot be given.', {
       type: 'complex',
       multiValued: true,
-      subAttributes: [attribute('value', 'admin, user, limited_user, observer, restricted_access, read_only_user, read_only_limited_user.'), attribute('type', '"base".'), attribute('primary', 'true.', { type: 'boolean' })],
+      subAttributes: [attribute('value', `${USER_ROLES.filter((role) => role !== 'owner').join(', ')}.`), attribute('type', '"base".'), attribute('primary', 'true.', { type: 'boolean' })],
     }),
     attribute('active', 'false suspends the user: every credential and session of theirs is revoked and they cannot sign in; true lets them sign in again.', { type: 'boolean' }),
   ],

@@ -1,9 +1,7 @@
 import { Router, type Response } from 'express';
-import type { GraphQLSchema } from 'graphql';
 import type { Authentication } from '../auth/authenticate.js';
 import { AuthenticationError } from '../errors/domain-errors.js';
 import type { Logger } from '../logging/logger.js';
-import type { ThrottledWarning } from '../logging/throttled-log.js';
 import { sendScimError } from './scim.errors.js';
 import { buildScimOpenApiDocument } from './scim.openapi.js';
 import { scimRouter } from './scim.router.js';
@@ -17,7 +15,7 @@ export function isScimPath(path: string): boolean {
 /** What app.ts needs of the SCIM face: where it is mounted, its router, and its answers outside the router. */
 export const scimFaceRoutes = {
   path: SCIM_BASE_PATH,
-  router: (schema: GraphQLSchema, logger: Logger, outages?: ThrottledWarning) => scimRouter(schema, logger, outages),
+  router: scimRouter,
   /** A provisioning token is a credential of the SCIM face only: anywhere else it is refused like an unknown one. */
   screen(path: string, authentication: Authentication): Authentication {
     if (authentication.status === 'authenticated' && authentication.principal.kind === 'provisioning_token' && !isScimPath(path)) {

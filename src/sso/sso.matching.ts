@@ -47,5 +47,6 @@ export async function userForAssertedIdentity(tx: EntityManager, accountId: stri
       fields: [{ name: 'name', value: name }, { name: 'email', value: identity.email }, { name: 'role', value: 'user' }, { name: 'created_via_sso', value: true }],
     });
   }
-  return signInEligibleUser(tx, accountId, identity.email);
+  // A row just inserted is live and not suspended; only a concurrent sign-in's row (the conflict) is looked up.
+  return created[0]?.id ?? signInEligibleUser(tx, accountId, identity.email);
 }
