@@ -51,15 +51,25 @@ const USER_COLUMNS: Record<keyof UserRow, string> = {
 };
 const TIMESTAMP_FIELDS = new Set<string>(['createdAt', 'updatedAt']);
 
+/** Select lists already spelled out, by their fields in order: a route's document asks for the same fields every time. */
+const selectLists = new Map<string, string>();
+/** The combinations of columns kept in `selectLists`, at most (past it, a list is spelled out each time). */
+const MAX_SELECT_LISTS = 256;
+
 /** The select list for the selected fields, aliased to the GraphQL names. */
 export function userSelectList(fields: Iterable<string>): string {
-  const wanted = new Set<string>(['id', 'name']);
-  for (const field of fields) if (field in USER_COLUMNS) wanted.add(field);
-  return [...wanted].map((field) => {
-    const column = USER_COLUMNS[field as keyof UserRow];
-    if (TIMESTAMP_FIELDS.has(field)) return isoTimestamp(column, field);
-    return column === field ? column : `${column} as "${field}"`;
-  }).join(', ');
+  let key = 'id,name';
+  for (const field of fields) if (field !== 'id' && field !== 'name' && field in USER_COLUMNS) key += `,${field}`;
+  let list = selectLists.get(key);
+  if (list === undefined) {
+    list = [...new Set(key.split(','))].map((field) => {
+      const column = USER_COLUMNS[field as keyof UserRow];
+      if (TIMESTAMP_FIELDS.has(field)) return isoTimestamp(column, field);
+      return column === field ? column : `${column} as "${field}"`;
+    }).join(', ');
+    if (selectLists.size < MAX_SELECT_LISTS) selectLists.set(key, list);
+  }
+  return list;
 }
 
 /** Rows selected with `userSelectList`, as the GraphQL `User` type's resolvers take them. */
