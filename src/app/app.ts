@@ -1,7 +1,7 @@
 import { purgeAuditRecords } from '../audit/audit-maintenance.js';
 import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import express, { Router, type NextFunction, type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import { expressMiddleware } from '@as-integrations/express5';
 import type { oas31 } from 'openapi3-ts';
 import { DEFAULT_AUDIT_RETENTION_DAYS, type AppConfig, type LiveUpdateLimits } from '../config/config.js';
@@ -165,12 +165,15 @@ export async function createApp(options: AppOptions): Promise<App> {
   app.use(corsAllowList(settings.corsOrigins));
 
   // One line per request: no query string; the calendar key inside feed URLs and sign-in interaction ids are redacted.
+  // Its fields are strings and numbers the line names itself (none of them a header or a credential
+  // field), so it skips the logger's redaction, which otherwise runs on every field of every line.
+  const accessLog = logger.child({}, { redact: [] });
   app.use((req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
     // Read now: inside a mounted router (`/graphql`) Express shows the path relative to the mount.
     const path = redactPath(req.path);
     res.on('finish', () => {
-      logger.info({
+      accessLog.info({
         requestId: res.locals.requestId,
         method: req.method,
         path,
@@ -198,8 +201,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     }
   });
 
-  // Features' plain HTTP routes (the iCal feed): no credentials and no v2 Accept versioning.
-  const plainRoutes = Router();
+  // Features' plain HTTP routes (the iCal feed): no credentials and no v2 Accept versioning. They and
+  // the self-descriptions below go on the app's own router, not on routers of their own: every
+  // request passes here, and each nested router would cost it a dispatch of its own.
+  const plainRoutes = app.router;
   // Unauthenticated, and some write (a sign-in starts a row): each client address has the anonymous budget.
   const limitPerAddress = async (req: Request, res: Response, next: NextFunction) => {
     try {
@@ -213,12 +218,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     }
   };
   for (const feature of features) feature.httpRoutes?.(plainRoutes, { database, runtime, logger, limitPerAddress });
-  app.use(plainRoutes);
 
   // The REST face's self-description: public, before credentials and rate limits.
-  if (settings.openapiDocument ?? true) app.use(openApiDocumentRoutes(openApiDocument));
-  if (settings.apiDocsPage ?? false) app.use(apiDocsPageRoutes(settings.publicApiUrl));
-  if (settings.openapiDocument ?? true) app.use(scimOpenApiRoute(settings));
+  if (settings.openapiDocument ?? true) openApiDocumentRoutes(app.router, openApiDocument);
+  if (settings.apiDocsPage ?? false) apiDocsPageRoutes(app.router, settings.publicApiUrl);
+  if (settings.openapiDocument ?? true) scimOpenApiRoute(app.router, settings);
 
   // One context per request, shared by GraphQL and the REST facade.
   app.use(async (req: Request, res: Response, next: NextFunction) => {
@@ -228,14 +232,16 @@ export async function createApp(options: AppOptions): Promise<App> {
       // Authentication above read the primary; presenting reads after it may use a replica.
       database.readRouting?.attach(em, authentication.status === 'authenticated' ? authentication.principal.credentialId : undefined);
       const requestId = res.locals.requestId as string;
+      // Derived from the socket and forwarding headers on each read: read once.
+      const clientAddress = req.ip;
       const transactions = database.transactions.observedBy(transactionLog(logger, requestId)).onBehalfOf({
         face: req.path === '/graphql' ? 'graphql' : isScimPath(req.path) ? 'scim' : 'rest',
         principal: authentication.status === 'authenticated' ? authentication.principal : undefined,
         requestId,
-        remoteAddress: req.ip,
+        remoteAddress: clientAddress,
         description: `${req.method} ${req.path}`,
       });
-      res.locals.context = createContext({ em, authentication, requestId, runtime, transactions, clientAddress: req.ip ?? 'unknown' });
+      res.locals.context = createContext({ em, authentication, requestId, runtime, transactions, clientAddress: clientAddress ?? 'unknown' });
       next();
     } catch (error) {
       next(error);

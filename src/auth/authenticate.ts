@@ -35,14 +35,14 @@ export async function authenticate(
     return { status: 'rejected', error: new AuthenticationError('The Authorization header must be "Token token=<API key>" or "Bearer <access token>".') };
   }
   const { secret } = presented;
-  const ordered = [
-    ...resolvers.filter((resolver) => resolver.prefix !== undefined && secret.startsWith(resolver.prefix)),
-    ...resolvers.filter((resolver) => resolver.prefix === undefined),
-  ];
-  for (const resolver of ordered) {
-    if (resolver.scheme !== presented.scheme) continue;
-    const principal = await resolver.resolve(em, presented.digest, new Date());
-    if (principal) return { status: 'authenticated', principal: { ...principal, credentialTail: credentialTail(presented.secret) } };
+  // Two passes over the resolvers instead of an ordered copy of them per request.
+  for (const prefixed of [true, false]) {
+    for (const resolver of resolvers) {
+      if (resolver.scheme !== presented.scheme || (resolver.prefix !== undefined) !== prefixed) continue;
+      if (prefixed && !secret.startsWith(resolver.prefix!)) continue;
+      const principal = await resolver.resolve(em, presented.digest, new Date());
+      if (principal) return { status: 'authenticated', principal: { ...principal, credentialTail: credentialTail(presented.secret) } };
+    }
   }
   return { status: 'rejected', error: new AuthenticationError('The credential is unknown, revoked or expired.') };
 }

@@ -203,21 +203,45 @@ function argumentSitesOf(schema: GraphQLSchema, document: DocumentNode, operatio
  */
 export function operationInputProblems(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, rawVariables: Record<string, unknown> | null | undefined): string[] {
   const operation = getOperationAST(document, operationName);
-  if (!operation) return [];
+  return operation ? inputsOf(schema, document, operation, rawVariables).problems : [];
+}
+
+function inputsOf(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  rawVariables: Record<string, unknown> | null | undefined,
+): { problems: string[]; variables?: Record<string, unknown> } {
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], rawVariables ?? {}, { maxErrors: 5 });
-  if (coerced.errors) return coerced.errors.map((error) => boundedMessage(error.message));
+  if (coerced.errors) return { problems: coerced.errors.map((error) => boundedMessage(error.message)) };
   const variables = coerced.coerced;
   const problems: string[] = [];
   for (const site of argumentSitesOf(schema, document, operation)) {
     site.check(valueFromAST(site.node.value, site.argument.type, variables), [site.node.name.value], problems);
   }
-  return problems;
+  return { problems, variables };
 }
 
 /** The same problems as an error of the table's `invalid_input` kind (400/2001, `BAD_USER_INPUT`). */
 export function assertOperationInputsAcceptable(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, rawVariables: Record<string, unknown> | null | undefined): void {
   const problems = operationInputProblems(schema, document, operationName, rawVariables);
   if (problems.length) throw new InvalidInputError(problems);
+}
+
+/**
+ * `assertOperationInputsAcceptable` for an operation already picked out of its document, answering
+ * the variables as it coerced them (graphql-js's `getVariableValues`), so a caller that executes the
+ * operation itself need not coerce them a second time.
+ */
+export function acceptableOperationInputs(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  rawVariables: Record<string, unknown> | null | undefined,
+): Record<string, unknown> {
+  const { problems, variables } = inputsOf(schema, document, operation, rawVariables);
+  if (problems.length || !variables) throw new InvalidInputError(problems);
+  return variables;
 }
 
 /** Thrown from Apollo's `didResolveOperation`: answered as HTTP 400 with BAD_USER_INPUT by the error table. */

@@ -3,7 +3,6 @@ import {
   execute,
   getNamedType,
   getOperationAST,
-  getVariableValues,
   isInputObjectType,
   isSpecifiedScalarType,
   parse,
@@ -21,7 +20,7 @@ import type { ThrottledWarning } from '../logging/throttled-log.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import { classifyError } from '../graphql/errors.js';
 import { DomainError, InvalidInputError } from '../errors/domain-errors.js';
-import { assertOperationInputsAcceptable } from '../graphql/input-bounds.js';
+import { acceptableOperationInputs } from '../graphql/input-bounds.js';
 import { unstorableStrings } from './params.js';
 import { observeRestOperation } from '../observability/graphql.js';
 import { reserveOperationName } from '../observability/metrics.js';
@@ -29,7 +28,8 @@ import { sendError, sendJson } from './envelopes.js';
 import type { OperationDocument, RestRequest, RestRoute } from './route.js';
 import { validateDescribedInput } from './description.js';
 
-type Run = (context: Context, variableValues: Record<string, unknown>) => Promise<ExecutionResult> | ExecutionResult;
+/** Runs the document with the variables as the row made them (`raw`) and as the input bounds coerced them. */
+type Run = (context: Context, raw: Record<string, unknown>, coerced: Record<string, unknown>) => Promise<ExecutionResult> | ExecutionResult;
 
 /** What a face's route row must say for its document to be prepared: REST's rows, and the SCIM face's. */
 export interface ExecutableRow {
@@ -41,6 +41,8 @@ export interface ExecutableRow {
 export interface PreparedRoute<TRow extends ExecutableRow = RestRoute> {
   route: TRow;
   document: DocumentNode;
+  /** The document's operation, picked out once at start. */
+  definition: OperationDefinitionNode;
   operation: { type: string; name: string | undefined };
   run: Run;
 }
@@ -53,23 +55,25 @@ export function prepareRoutes<TRow extends ExecutableRow>(schema: GraphQLSchema,
     const errors = validate(schema, document);
     if (errors.length) throw new Error(`REST route ${where} has an invalid GraphQL document: ${errors.map((e) => e.message).join('; ')}`);
     const definition = getOperationAST(document);
-    reserveOperationName(definition?.name?.value);
-    const run = definition && compilable(schema, definition) ? compiled(schema, document, definition, where) : interpreted(schema, document);
-    return { route, document, operation: { type: definition?.operation ?? 'unknown', name: definition?.name?.value }, run };
+    if (!definition) throw new Error(`REST route ${where} must hold exactly one operation`);
+    reserveOperationName(definition.name?.value);
+    const run = compilable(schema, definition) ? compiled(schema, document, definition, where) : interpreted(schema, document);
+    return { route, document, definition, operation: { type: definition.operation, name: definition.name?.value }, run };
   });
 }
 
 function interpreted(schema: GraphQLSchema, document: DocumentNode): Run {
+  // graphql-js coerces the variables itself, and a custom scalar's coerced value would not coerce again.
   return (contextValue, variableValues) => execute({ schema, document, contextValue, variableValues });
 }
 
 /**
  * Queries whose variables are all built-in scalars (or input objects of them) run compiled (graphql-jit): the route's fixed
  * document becomes one function, without graphql-js's per-field interpretation (measured: most
- * of the execution cost of a 25-user page). Variables are coerced by graphql-js first, so a bad
- * value fails with graphql-js's own message, and graphql-jit's re-coercion of a built-in
- * scalar's coerced value leaves it as it is. Mutations (serial, with input objects and custom
- * scalars) keep graphql-js.
+ * of the execution cost of a 25-user page). Variables are coerced by graphql-js first (by the
+ * input bounds, before the run), so a bad value fails with graphql-js's own message, and
+ * graphql-jit's re-coercion of a built-in scalar's coerced value leaves it as it is. Mutations
+ * (serial, with input objects and custom scalars) keep graphql-js.
  */
 function compilable(schema: GraphQLSchema, definition: OperationDefinitionNode): boolean {
   return definition.operation === 'query'
@@ -90,12 +94,7 @@ function ofBuiltInScalars(type: GraphQLNamedType, seen = new Set<string>()): boo
 function compiled(schema: GraphQLSchema, document: DocumentNode, definition: OperationDefinitionNode, where: string): Run {
   const query = compileQuery(schema, document, definition.name?.value);
   if (!isCompiledQuery(query)) throw new Error(`REST route ${where} could not be compiled: ${query.errors?.map((e) => e.message).join('; ')}`);
-  const variableDefinitions = definition.variableDefinitions ?? [];
-  return (context, variableValues) => {
-    const coerced = getVariableValues(schema, variableDefinitions, variableValues);
-    if (coerced.errors) return { errors: coerced.errors };
-    return query.query(undefined, context, coerced.coerced) as Promise<ExecutionResult> | ExecutionResult;
-  };
+  return (context, _raw, coerced) => query.query(undefined, context, coerced) as Promise<ExecutionResult> | ExecutionResult;
 }
 
 /**
@@ -105,11 +104,10 @@ function compiled(schema: GraphQLSchema, document: DocumentNode, definition: Ope
  */
 export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSchema, logger: Logger, outages?: ThrottledWarning): Router {
   const router = Router();
-  for (const { route, document, operation, run } of prepared) {
+  for (const { route, document, definition, operation, run } of prepared) {
     router[route.method](route.path, async (req: Request, res: Response) => {
       const context = res.locals.context as Context;
-      const deprecation = route.successor ? deprecationHeaders(route.successor, context) : {};
-      res.set(deprecation);
+      if (route.successor) res.set(deprecationHeaders(route.successor, context));
       const fail = (error: unknown) => {
         const classified = classifyError(error);
         if (classified.kind === 'internal') {
@@ -128,7 +126,7 @@ export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSc
         if (unstorable.length) throw new InvalidInputError(unstorable);
         const request: RestRequest = { ...raw, principal };
         validateDescribedInput(route.description, request);
-        const data = await executePrepared(schema, { document, operation, run }, context, route.variables(request));
+        const data = await executePrepared(schema, { document, definition, operation, run }, context, route.variables(request));
         const response = route.respond(data, request);
         sendJson(res, response.status, response.body, response.headers);
       } catch (error) {
@@ -146,12 +144,12 @@ export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSc
  */
 export async function executePrepared(
   schema: GraphQLSchema,
-  prepared: Pick<PreparedRoute<ExecutableRow>, 'document' | 'operation' | 'run'>,
+  prepared: Pick<PreparedRoute<ExecutableRow>, 'document' | 'definition' | 'operation' | 'run'>,
   context: Context,
   variableValues: Record<string, unknown>,
 ): Promise<any> {
-  assertOperationInputsAcceptable(schema, prepared.document, undefined, variableValues);
-  const result = await observeRestOperation(prepared.operation.type, prepared.operation.name, () => prepared.run(context, variableValues));
+  const coerced = acceptableOperationInputs(schema, prepared.document, prepared.definition, variableValues);
+  const result = await observeRestOperation(prepared.operation.type, prepared.operation.name, () => prepared.run(context, variableValues, coerced));
   if (result.errors?.length) {
     // A domain error says the most; otherwise the first error stands for the request.
     throw result.errors.find((error) => error.originalError instanceof DomainError) ?? result.errors[0];

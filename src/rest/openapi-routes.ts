@@ -33,9 +33,8 @@ function serve(req: Request, res: Response, served: Representation): void {
   res.status(200).send(served.body);
 }
 
-/** `GET /openapi.json` and `GET /openapi.yaml`: the document, serialized once at start. */
-export function openApiDocumentRoutes(document: oas31.OpenAPIObject): Router {
-  const router = Router();
+/** `GET /openapi.json` and `GET /openapi.yaml` on `router`: the document, serialized once at start. */
+export function openApiDocumentRoutes(router: Router, document: oas31.OpenAPIObject): Router {
   const json = representation(`${JSON.stringify(document, null, 2)}\n`, 'application/json; charset=utf-8');
   const yaml = representation(toYaml(document, { aliasDuplicateObjects: false }), 'application/yaml; charset=utf-8');
   router.get('/openapi.json', (req, res) => serve(req, res, json));
@@ -79,8 +78,7 @@ const DOCS_INIT = `window.addEventListener('load', function () {
  * whose files come from the installed package. The Content-Security-Policy lets the page load
  * nothing from anywhere but this server (and call the API's own origin from "Try it out").
  */
-export function apiDocsPageRoutes(publicApiUrl: string): Router {
-  const router = Router();
+export function apiDocsPageRoutes(router: Router, publicApiUrl: string): Router {
   const apiOrigin = new URL(publicApiUrl).origin;
   const policy = [
     "default-src 'none'",

@@ -17,7 +17,11 @@ export function single(query: Query, name: string): string | undefined {
 }
 
 export function list(query: Query, name: string): string[] {
-  const values = [query[name], query[`${name}[]`]].flat().filter((value): value is string => typeof value === 'string');
+  const plain = query[name];
+  const bracketed = query[`${name}[]`];
+  // Most requests give neither: no arrays to build for them.
+  if (plain === undefined && bracketed === undefined) return [];
+  const values = [plain, bracketed].flat().filter((value): value is string => typeof value === 'string');
   return values.flatMap((value) => value.split(',')).map((value) => value.trim()).filter(Boolean);
 }
 
@@ -170,11 +174,10 @@ export function unstorableStrings(request: Pick<RestRequest, 'params' | 'query' 
   const problems: string[] = [];
   // Each value knows its parent and key; its REST name is spelled out only when it is refused.
   type Pending = { value: unknown; where?: string; parent?: Pending; key?: string | number };
-  const pending: Pending[] = [
-    ...Object.entries(request.params).map(([name, value]) => ({ value, where: `path parameter ${name}` })),
-    ...Object.entries(request.query).map(([name, value]) => ({ value, where: excerpt(name).slice(1, -1) })),
-    { value: request.body, where: '' },
-  ];
+  const pending: Pending[] = [];
+  for (const name in request.params) pending.push({ value: request.params[name], where: `path parameter ${name}` });
+  for (const name in request.query) pending.push({ value: request.query[name], where: excerpt(name).slice(1, -1) });
+  pending.push({ value: request.body, where: '' });
   const whereOf = (node: Pending): string => {
     const chain: Pending[] = [];
     let current: Pending | undefined = node;

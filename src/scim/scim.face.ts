@@ -31,9 +31,8 @@ export const scimFaceRoutes = {
 };
 
 /** `GET /scim/v2/openapi.json`: public, like /openapi.json. */
-export function scimOpenApiRoute(settings: { publicApiUrl: string }): Router {
+export function scimOpenApiRoute(router: Router, settings: { publicApiUrl: string }): Router {
   const document = JSON.stringify(buildScimOpenApiDocument(scimUserRoutes, settings.publicApiUrl));
-  const router = Router();
   router.get(`${SCIM_BASE_PATH}/openapi.json`, (_req, res) => {
     res.type('application/json; charset=utf-8').send(document);
   });
