@@ -100,7 +100,10 @@ export interface UserRowPage {
  * expected matches go to the trigram index. More first get the walk, bounded: the first
  * SEARCH_WALK_BUDGET entries of the name order, in the btree that carries `search_text`, each tested
  * without reading the table row; a full page, or the end of the account within the budget, is the
- * answer. Otherwise the cheaper of two exact paths is taken, from the estimates and from where in
+ * answer. For a term of three characters or more that walk starts at the first initial (first
+ * character of the name) under which a user matches, found through the initials index
+ * (`skipToFirstMatchingInitial`): a long stretch of the name order without a match, before a
+ * cluster, costs one look-up per initial instead of one entry per user. Otherwise the cheaper of two exact paths is taken, from the estimates and from where in
  * the name order the first match lies (`firstMatchAt`: the first histogram bound
  * of `search_text` holding the term; the bounds are table-wide, read once a minute, ReadPath.histogram). The indexed path: a trigram index finds
  * every match and only (id, name) of each are ordered (its cost grows with the matches; it reads at
@@ -174,6 +177,54 @@ export function firstMatchAt(term: string, bounds: readonly string[]): number | 
 }
 
 /**
+ * Whether `name` is ordered by code point (the C collation, libc's C.*): then the users sharing an
+ * initial are one stretch of the name order, and every name from an initial on sorts at or after it.
+ * Any other collation (ICU, or a language's order, where "b" sorts before "C") gets no skip.
+ */
+/** Entries at the start of an initial's stretch tested on the name order's index before the initials index is asked. */
+const INITIAL_HEAD = 32;
+const CODE_POINT_ORDER = `(select (datcollate in ('C', 'POSIX') or datcollate like 'C.%') and coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') = 'c'
+   from pg_database d where datname = current_database())`;
+
+/**
+ * The walk's start for a term of three characters or more (migration
+ * Migration20261124050000_search_initials): the initials of the page's users are visited in order,
+ * the next one found in the name order's index, and the first whose stretch holds a match (the
+ * initials index has every key of the term under it, and one of those users matches) is where the
+ * walk begins; a stretch without a match is skipped whole. No initial holding a match: the walk
+ * starts nowhere, and the page is empty. Shorter terms hold no three-character key and walk from the
+ * page's start, as does every term under a collation that is not ordered by code point.
+ */
+function skipToFirstMatchingInitial(
+  sql: { live: string; after: string; walked: string },
+  values: { accountId: string; afterParams: unknown[]; term: string },
+): { with: string; condition: string; params: unknown[] } {
+  const { live, after, walked } = sql;
+  const { accountId, afterParams, term } = values;
+  if ([...term].length < 3) return { with: '', condition: '', params: [] };
+  // The stretch's first entries first: a cluster that starts the stretch is found without the
+  // initials index, whose answer (a bitmap of every candidate under the initial) grows with the cluster.
+  const holdsMatch = `exists (select 1 from (select search_text from users where ${live}${after} and name >= next_user.initial order by name, id limit ${INITIAL_HEAD}) head where ${walked})
+      or exists (select 1 from users where ${live}${after} and ${walked} and user_search_keys(name, search_text) @> user_search_probe(next_user.initial, lower(?)))`;
+  // From the page's start, then from the character after the last initial: past U+D7FF comes
+  // U+E000 (no character is a surrogate), past U+10FFFF nothing.
+  const from = `case when initials.initial is null then '' else chr(case ascii(initials.initial) when 55295 then 57344 when 1114111 then null else ascii(initials.initial) + 1 end) end`;
+  return {
+    // The first row stands before every initial; under another collation it is the start itself.
+    with: `recursive initials(initial, matched) as (
+              select case when ${CODE_POINT_ORDER} then null else '' end, not ${CODE_POINT_ORDER}
+            union all
+              select next_user.initial, ${holdsMatch}
+                from initials cross join lateral
+                     (select left(name, 1) as initial from users where ${live}${after} and name >= ${from} order by name, id limit 1) next_user
+               where not initials.matched),
+          `,
+    condition: ' and name >= (select initial from initials where matched limit 1)',
+    params: [accountId, ...afterParams, term, accountId, ...afterParams, term, term, accountId, ...afterParams],
+  };
+}
+
+/**
  * The statements of one listing page. `page` gives the page: without a term the name order, with
  * one the walk (a scan of the table rows for a term holding U+0001, which no index can serve and no
  * real name contains). A term also gets `estimate` and `indexed`, which `useIndexedSearch` chooses
@@ -227,20 +278,22 @@ export function userListStatements(
   }
   const indexed = indexedCondition(term);
   const walked = `search_text like ${likePattern('lower(?)')}`;
-  const firstEntries = `select id, name, search_text from users where ${live}${after} order by name, id limit ?`;
+  const skip = skipToFirstMatchingInitial({ live, after, walked }, { accountId, afterParams, term });
+  const firstEntries = `select id, name, search_text from users where ${live}${after}${skip.condition} order by name, id limit ?`;
   const firstEntriesParams = [accountId, ...afterParams, SEARCH_WALK_BUDGET];
   return {
-    // The page from the first SEARCH_WALK_BUDGET entries of the name order only; when it comes back
-    // short, how many entries there were (fewer than the budget: the walk reached the end, so the page is exact).
+    // The page from the first SEARCH_WALK_BUDGET entries of the name order from the first initial
+    // holding a match (or from the page's start) only; when it comes back short, how many entries
+    // there were (fewer than the budget: the walk reached the end, so the page is exact).
     bounded: {
-      sql: `with page as materialized (
+      sql: `with ${skip.with}page as materialized (
               select id from (${firstEntries}) first_entries where ${walked} order by name, id limit ? offset ?)
             select listed.*, short."${WALKED}"
               from (select case when (select count(*) from page) < ? then (select count(*) from (${firstEntries}) counted) end as "${WALKED}") short
               -- One row even for an empty page (its columns null), so the walked count always comes back.
               left join lateral (select ${columns} from users where id in (select id from page) offset 0) listed on true
              order by listed.name, listed.id`,
-      params: [...firstEntriesParams, term, ...window, options.first + 1, ...firstEntriesParams],
+      params: [...skip.params, ...firstEntriesParams, term, ...window, options.first + 1, ...firstEntriesParams],
     },
     estimate: [
       { sql: `select 1 from users where ${live} and ${walked}`, params: [accountId, term] },
