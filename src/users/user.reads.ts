@@ -176,13 +176,13 @@ export function firstMatchAt(term: string, bounds: readonly string[]): number | 
   return position < 0 ? null : position / bounds.length;
 }
 
+/** Entries at the start of an initial's stretch tested on the name order's index before the initials index is asked. */
+const INITIAL_HEAD = 32;
 /**
  * Whether `name` is ordered by code point (the C collation, libc's C.*): then the users sharing an
  * initial are one stretch of the name order, and every name from an initial on sorts at or after it.
  * Any other collation (ICU, or a language's order, where "b" sorts before "C") gets no skip.
  */
-/** Entries at the start of an initial's stretch tested on the name order's index before the initials index is asked. */
-const INITIAL_HEAD = 32;
 const CODE_POINT_ORDER = `(select (datcollate in ('C', 'POSIX') or datcollate like 'C.%') and coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') = 'c'
    from pg_database d where datname = current_database())`;
 
