@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
 import { readPath } from '../db/read-path.js';
-import { SEARCH_INDEXED_CAP, SEARCH_WALK_BUDGET, firstMatchAt, useIndexedSearch, userListStatements } from './user.reads.js';
+import { SEARCH_INDEXED_CAP, SEARCH_WALK_BUDGET, firstMatchAt, skipsInitials, useIndexedSearch, userListStatements } from './user.reads.js';
 
 /**
  * Search keeps exact case-insensitive substring semantics and the (name, id) order on each of its
@@ -67,7 +67,7 @@ function expected(term: string): string[] {
 }
 
 /** Each path on its own, as the service builds it, whatever the estimate would pick. */
-async function eachPath(term: string, first: number, offset = 0): Promise<{ indexed: string[]; walk: string[]; bounded: string[] }> {
+async function eachPath(term: string, first: number, offset = 0): Promise<{ indexed: string[]; walk: string[]; bounded: string[]; skipping: string[] }> {
   const built = userListStatements(account.id, { query: term, first, offset }, ['id', 'name']);
   const reads = readPath(h.database.em());
   const ids = (rows: { id: string }[]) => rows.map((row) => row.id).slice(0, first);
@@ -76,7 +76,9 @@ async function eachPath(term: string, first: number, offset = 0): Promise<{ inde
     walk: ids(await reads.rows<{ id: string }>(built.page.sql, built.page.params)),
     // Every user of this account so far lies within the walk budget, so the bounded walk is exact too.
     // (An empty page comes back as one row of nulls carrying the walked count.)
-    bounded: ids((await reads.rows<{ id: string }>(built.bounded!.sql, built.bounded!.params)).filter((row) => row.id !== null)),
+    bounded: ids((await reads.rows<{ id: string }>(built.bounded!(false).sql, built.bounded!(false).params)).filter((row) => row.id !== null)),
+    // The same walk from the first initial holding a match.
+    skipping: ids((await reads.rows<{ id: string }>(built.bounded!(true).sql, built.bounded!(true).params)).filter((row) => row.id !== null)),
   };
 }
 
@@ -106,11 +108,11 @@ test.each(terms)('%s: exactly the substring matches, in name then id order', asy
   expect(await search(term)).toEqual(want.slice(0, 100));
 });
 
-test.each(terms)('%s: the indexed search, the walk and the bounded walk give the same pages', async (_label, term) => {
+test.each(terms)('%s: the indexed search, the walk and the bounded walk (from the start and from the first initial holding a match) give the same pages', async (_label, term) => {
   const want = expected(term);
   for (const [first, offset] of [[25, 0], [10, 30], [100, 0]] as const) {
     const page = want.slice(offset, offset + first);
-    expect(await eachPath(term.trim(), first, offset)).toEqual({ indexed: page, walk: page, bounded: page });
+    expect(await eachPath(term.trim(), first, offset)).toEqual({ indexed: page, walk: page, bounded: page, skipping: page });
   }
 });
 
@@ -262,7 +264,7 @@ test('initials at the edges of Unicode: the stretches after U+D7FF and U+10FFFF 
     expect(await search(term, 25)).toEqual(want.slice(0, 25));
     for (const [first, offset] of [[25, 0], [10, 30]] as const) {
       const page = want.slice(offset, offset + first);
-      expect((await eachPath(term, first, offset)).bounded).toEqual(page);
+      expect((await eachPath(term, first, offset)).skipping).toEqual(page);
     }
   }
   expect(expected('maximal')).toHaveLength(120);
@@ -276,6 +278,12 @@ test('where the first match lies comes from the histogram of search_text, and se
   expect(firstMatchAt('anna', bounds)).toBe(0);
   expect(firstMatchAt('Quasar', bounds)).toBeGreaterThan(0.8);
   expect(firstMatchAt('no such term', bounds)).toBeNull();
+  // The walk skips initials only when the statistics put the first match under a later initial than the page's start.
+  expect(skipsInitials('anna', bounds)).toBe(false);
+  expect(skipsInitials('Quasar', bounds)).toBe(true);
+  expect(skipsInitials('quasar', bounds, 'Zed Quasar_1 601')).toBe(false);
+  expect(skipsInitials('no such term', bounds)).toBe(true);
+  expect(skipsInitials('an', bounds)).toBe(false);
 
   const page = { first: 25 };
   const dense = { matches: 62_000, users: 1_000_000 };

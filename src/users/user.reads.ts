@@ -176,6 +176,24 @@ export function firstMatchAt(term: string, bounds: readonly string[]): number | 
   return position < 0 ? null : position / bounds.length;
 }
 
+/**
+ * Whether the bounded walk first skips the initials under which no user matches
+ * (skipToFirstMatchingInitial). It can pass only the initials before the one under which the first
+ * match lies, and asking the initials index about that one builds a bitmap of every candidate under
+ * it (2-4 ms for the 7,800 users named "Ada Lovelace" at 1,000,000 users, docs/BENCHMARKS.md). So not
+ * when the statistics put the first match under the initial the page starts with (the cursor's, or
+ * the first histogram bound's), where there is nothing to pass; otherwise, and without statistics,
+ * yes. A guess either way costs time, never exactness.
+ */
+export function skipsInitials(term: string, bounds: readonly string[], pageStart?: string): boolean {
+  const needle = term.trim().toLowerCase();
+  if ([...needle].length < 3) return false;
+  const firstMatching = bounds.find((bound) => bound.includes(needle));
+  const start = pageStart?.toLowerCase() ?? bounds[0];
+  if (firstMatching === undefined || start === undefined) return true;
+  return [...firstMatching][0] !== [...start][0];
+}
+
 /** Entries at the start of an initial's stretch tested on the name order's index before the initials index is asked. */
 const INITIAL_HEAD = 32;
 /**
@@ -236,7 +254,7 @@ export function userListStatements(
   options: UserListOptions,
   fields: Iterable<string>,
 ): {
-  bounded?: Statement;
+  bounded?: (skipInitials: boolean) => Statement;
   estimate?: [matches: Statement, users: Statement];
   indexed?: (cap: number) => Statement;
   page: Statement;
@@ -278,14 +296,10 @@ export function userListStatements(
   }
   const indexed = indexedCondition(term);
   const walked = `search_text like ${likePattern('lower(?)')}`;
-  const skip = skipToFirstMatchingInitial({ live, after, walked }, { accountId, afterParams, term });
-  const firstEntries = `select id, name, search_text from users where ${live}${after}${skip.condition} order by name, id limit ?`;
-  const firstEntriesParams = [accountId, ...afterParams, SEARCH_WALK_BUDGET];
-  return {
-    // The page from the first SEARCH_WALK_BUDGET entries of the name order from the first initial
-    // holding a match (or from the page's start) only; when it comes back short, how many entries
-    // there were (fewer than the budget: the walk reached the end, so the page is exact).
-    bounded: {
+  const boundedWalk = (skip: { with: string; condition: string; params: unknown[] }): Statement => {
+    const firstEntries = `select id, name, search_text from users where ${live}${after}${skip.condition} order by name, id limit ?`;
+    const firstEntriesParams = [accountId, ...afterParams, SEARCH_WALK_BUDGET];
+    return {
       sql: `with ${skip.with}page as materialized (
               select id from (${firstEntries}) first_entries where ${walked} order by name, id limit ? offset ?)
             select listed.*, short."${WALKED}"
@@ -294,7 +308,14 @@ export function userListStatements(
               left join lateral (select ${columns} from users where id in (select id from page) offset 0) listed on true
              order by listed.name, listed.id`,
       params: [...skip.params, ...firstEntriesParams, term, ...window, options.first + 1, ...firstEntriesParams],
-    },
+    };
+  };
+  return {
+    // The page from the first SEARCH_WALK_BUDGET entries of the name order from the page's start, or
+    // from the first initial holding a match (`skipInitials`); when it comes back short, how many
+    // entries there were (fewer than the budget: the walk reached the end, so the page is exact).
+    bounded: (skipInitials) =>
+      boundedWalk(skipInitials ? skipToFirstMatchingInitial({ live, after, walked }, { accountId, afterParams, term }) : { with: '', condition: '', params: [] }),
     estimate: [
       { sql: `select 1 from users where ${live} and ${walked}`, params: [accountId, term] },
       { sql: `select 1 from users where ${live}`, params: [accountId] },
@@ -400,15 +421,17 @@ export class UserReads {
           const [matches, users] = await this.reads.estimate(statement.estimate, { replica: true });
           // Few expected matches go straight to the trigram index; only many may fill a page early.
           const many = matches! > SEARCH_ALWAYS_INDEXED;
+          const bounds = many ? await this.reads.histogram('users', 'search_text') : [];
           if (many) {
-            const answer: (UserRow & { [WALKED]?: number | string | null })[] = await read(statement.bounded);
+            const skip = skipsInitials(options.query!, bounds, options.after?.name);
+            const answer: (UserRow & { [WALKED]?: number | string | null })[] = await read(statement.bounded(skip));
             const walked = answer[0]?.[WALKED];
             for (const row of answer) delete row[WALKED];
             const rows = answer.filter((row) => row.id != null);
             // A full page, or the end of the name order within the budget: exact without the trigram indexes.
             if (rows.length > options.first || (walked != null && Number(walked) < SEARCH_WALK_BUDGET)) return page(rows);
           }
-          const first = many ? firstMatchAt(options.query!, await this.reads.histogram('users', 'search_text')) : null;
+          const first = many ? firstMatchAt(options.query!, bounds) : null;
           if (useIndexedSearch(options.query!, { matches: matches!, users: users!, firstMatchAt: first }, options)) {
             const cap = searchIndexedCap(matches!);
             const rows: (UserRow & { [MATCHES]?: number | string })[] = await read(statement.indexed(cap));
