@@ -100,10 +100,11 @@ export interface UserRowPage {
  * expected matches go to the trigram index. More first get the walk, bounded: the first
  * SEARCH_WALK_BUDGET entries of the name order, in the btree that carries `search_text`, each tested
  * without reading the table row; a full page, or the end of the account within the budget, is the
- * answer. For a term of three characters or more that walk starts at the first initial (first
+ * answer. For a term of three characters or more that walk may start at the first initial (first
  * character of the name) under which a user matches, found through the initials index
- * (`skipToFirstMatchingInitial`): a long stretch of the name order without a match, before a
- * cluster, costs one look-up per initial instead of one entry per user. Otherwise the cheaper of two exact paths is taken, from the estimates and from where in
+ * (`skipToFirstMatchingInitial`, when `skipsInitials`): a long stretch of the name order without a
+ * match, before a cluster, costs a look-up or two per initial instead of one entry per user.
+ * Otherwise the cheaper of two exact paths is taken, from the estimates and from where in
  * the name order the first match lies (`firstMatchAt`: the first histogram bound
  * of `search_text` holding the term; the bounds are table-wide, read once a minute, ReadPath.histogram). The indexed path: a trigram index finds
  * every match and only (id, name) of each are ordered (its cost grows with the matches; it reads at
