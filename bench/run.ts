@@ -15,7 +15,7 @@ import { openDatabase, type Database } from '../src/db/database.js';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
 import { AccountsService } from '../src/accounts/accounts.service.js';
 import { seedCommand } from '../src/cli/commands/seed.command.js';
-import { SEARCH_ALWAYS_INDEXED, SEARCH_WALK_BUDGET, firstMatchAt, searchIndexedCap, useIndexedSearch, userListStatements } from '../src/users/user.reads.js';
+import { SEARCH_ALWAYS_INDEXED, SEARCH_WALK_BUDGET, firstMatchAt, searchIndexedCap, skipsInitials, useIndexedSearch, userListStatements } from '../src/users/user.reads.js';
 import { readPath } from '../src/db/read-path.js';
 import { call, load, log, median, startServer, startService, syscallsPerRequest, type LoadResult, type Scenario, type Server, type Stats, type SyscallCount } from './servers.js';
 import { scaleOutReport, scaleOutSettings } from './scale-out.js';
@@ -322,13 +322,16 @@ for (const size of sizes) {
     const [matches, users] = await reads.estimate(statements.estimate!);
     const [{ n: actual }] = await database.em().execute<{ n: string }[]>(platform.formatQuery(statements.count.sql, statements.count.params));
     const many = matches! > SEARCH_ALWAYS_INDEXED;
-    const first = many ? firstMatchAt(term, await reads.histogram('users', 'search_text')) : null;
+    const bounds = many ? await reads.histogram('users', 'search_text') : [];
+    const first = many ? firstMatchAt(term, bounds) : null;
     await explain(`estimate (${matches} matches of ${users} users estimated, ${actual} actual matches, first matching histogram bound at ${first ?? '-'})`, statements.estimate![0], false);
     if (many) {
-      const bounded = await reads.rows<{ id: string | null; searchWalked: string | null }>(statements.bounded!.sql, statements.bounded!.params);
+      const skip = skipsInitials(term, bounds);
+      const boundedWalk = statements.bounded!(skip);
+      const bounded = await reads.rows<{ id: string | null; searchWalked: string | null }>(boundedWalk.sql, boundedWalk.params);
       const found = bounded.filter((row) => row.id !== null).length;
       const walked = bounded[0]?.searchWalked ?? null;
-      await explain(`bounded walk (${found} rows, ${walked ?? 'page full, not counted'} entries walked)`, statements.bounded!, true);
+      await explain(`bounded walk${skip ? ' from the first initial holding a match' : ''} (${found} rows, ${walked ?? 'page full, not counted'} entries walked)`, boundedWalk, true);
       if (found > options.first || (walked !== null && Number(walked) < SEARCH_WALK_BUDGET)) continue;
     }
     if (useIndexedSearch(term, { matches: matches!, users: users!, firstMatchAt: first }, options)) await explain('indexed', statements.indexed!(searchIndexedCap(matches!)), true);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
 import { readPath } from '../db/read-path.js';
-import { SEARCH_INDEXED_CAP, SEARCH_WALK_BUDGET, firstMatchAt, useIndexedSearch, userListStatements } from './user.reads.js';
+import { SEARCH_INDEXED_CAP, SEARCH_WALK_BUDGET, firstMatchAt, skipsInitials, useIndexedSearch, userListStatements } from './user.reads.js';
 
 /**
  * Search keeps exact case-insensitive substring semantics and the (name, id) order on each of its
@@ -61,12 +61,13 @@ function expected(term: string): string[] {
   const needle = term.trim().toLowerCase();
   return people
     .filter((p) => p.name.toLowerCase().includes(needle) || p.email.toLowerCase().includes(needle))
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : 1))
+    // The C collation: by code point (UTF-8 bytes), where JavaScript's `<` compares UTF-16 units.
+    .sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)) || (a.id < b.id ? -1 : 1))
     .map((p) => p.id);
 }
 
 /** Each path on its own, as the service builds it, whatever the estimate would pick. */
-async function eachPath(term: string, first: number, offset = 0): Promise<{ indexed: string[]; walk: string[]; bounded: string[] }> {
+async function eachPath(term: string, first: number, offset = 0): Promise<{ indexed: string[]; walk: string[]; bounded: string[]; skipping: string[] }> {
   const built = userListStatements(account.id, { query: term, first, offset }, ['id', 'name']);
   const reads = readPath(h.database.em());
   const ids = (rows: { id: string }[]) => rows.map((row) => row.id).slice(0, first);
@@ -75,7 +76,9 @@ async function eachPath(term: string, first: number, offset = 0): Promise<{ inde
     walk: ids(await reads.rows<{ id: string }>(built.page.sql, built.page.params)),
     // Every user of this account so far lies within the walk budget, so the bounded walk is exact too.
     // (An empty page comes back as one row of nulls carrying the walked count.)
-    bounded: ids((await reads.rows<{ id: string }>(built.bounded!.sql, built.bounded!.params)).filter((row) => row.id !== null)),
+    bounded: ids((await reads.rows<{ id: string }>(built.bounded!(false).sql, built.bounded!(false).params)).filter((row) => row.id !== null)),
+    // The same walk from the first initial holding a match.
+    skipping: ids((await reads.rows<{ id: string }>(built.bounded!(true).sql, built.bounded!(true).params)).filter((row) => row.id !== null)),
   };
 }
 
@@ -105,11 +108,11 @@ test.each(terms)('%s: exactly the substring matches, in name then id order', asy
   expect(await search(term)).toEqual(want.slice(0, 100));
 });
 
-test.each(terms)('%s: the indexed search, the walk and the bounded walk give the same pages', async (_label, term) => {
+test.each(terms)('%s: the indexed search, the walk and the bounded walk (from the start and from the first initial holding a match) give the same pages', async (_label, term) => {
   const want = expected(term);
   for (const [first, offset] of [[25, 0], [10, 30], [100, 0]] as const) {
     const page = want.slice(offset, offset + first);
-    expect(await eachPath(term.trim(), first, offset)).toEqual({ indexed: page, walk: page, bounded: page });
+    expect(await eachPath(term.trim(), first, offset)).toEqual({ indexed: page, walk: page, bounded: page, skipping: page });
   }
 });
 
@@ -160,7 +163,9 @@ test('a rare term goes straight to the trigram index; a common one is answered b
   expect(statements.some((sql) => sql.includes('as materialized (select id, name'))).toBe(false);
 });
 
-test('many matches all after more than the walk budget of other users: the exact page, and paging gives every match once', async () => {
+const fallbackRan = () => statements.some((sql) => sql.includes('as materialized (select id, name') || sql.includes('where id in\n              (select id from users'));
+
+test('many matches all after more than the walk budget of users with other initials: the walk skips those users, the exact page, and paging gives every match once', async () => {
   // Sorting between "Anna ..." and "Zed ...", none matching "zeta".
   const added: Person[] = [];
   for (let n = 0; n < SEARCH_WALK_BUDGET + 100; n++) added.push({ id: `PF${String(n).padStart(5, '0')}`, name: `Mid Filler ${n}`, email: `mid${n}@example.com` });
@@ -172,9 +177,9 @@ test('many matches all after more than the walk budget of other users: the exact
   expect(want.length).toBe(300);
   statements.length = 0;
   expect(await search('zeta', 25)).toEqual(want.slice(0, 25));
-  // The budgeted walk came back short, so the page came from a second, unbounded path.
-  expect(statements.some((sql) => sql.includes('first_entries'))).toBe(true);
-  expect(statements.some((sql) => sql.includes('as materialized (select id, name') || sql.includes('where id in\n              (select id from users'))).toBe(true);
+  // No user before the initial "Z" matches: the budgeted walk starts there and fills the page alone.
+  expect(statements.some((sql) => sql.includes('first_entries') && sql.includes('user_search_probe'))).toBe(true);
+  expect(fallbackRan()).toBe(false);
 
   const byOffset: string[] = [];
   for (let offset = 0; offset < want.length + 40; offset += 40) {
@@ -196,6 +201,75 @@ test('many matches all after more than the walk budget of other users: the exact
   expect(byCursor.length).toBeGreaterThan(30);
 });
 
+test('many matches after more than the walk budget of users with the same initial: the bounded walk comes back short and the page is still exact', async () => {
+  // "Zeb ..." sorts before "Zed ..." and "Zeta ...": the stretch of "Z" holds 2,100 users before the first "zeta".
+  const added: Person[] = [];
+  for (let n = 0; n < SEARCH_WALK_BUDGET + 100; n++) added.push({ id: `PB${String(n).padStart(5, '0')}`, name: `Zeb Filler ${n}`, email: `zeb${n}@example.com` });
+  await insert(added);
+  await h.database.em().execute('analyze users');
+  const want = expected('zeta');
+  statements.length = 0;
+  expect(await search('zeta', 25)).toEqual(want.slice(0, 25));
+  expect(statements.some((sql) => sql.includes('first_entries'))).toBe(true);
+  expect(fallbackRan()).toBe(true);
+});
+
+test('a term whose matches thin out past the walk budget: pages by offset and by cursor, across the bounded walk and the paths after it, neither repeat nor skip', async () => {
+  // Initial "Y" (after "Mid ...", before "Zeb ..."): one in ten matches, so the first pages fill
+  // within the budget and the later ones (past 2,000 users of the stretch) do not.
+  const added: Person[] = [];
+  for (let n = 0; n < 3000; n++) {
+    const kestrel = n % 10 === 3;
+    added.push({ id: `PY${String(n).padStart(5, '0')}`, name: `Yew Tree ${String(n).padStart(4, '0')}`, email: kestrel ? `kestrel${n}@example.com` : `yew${n}@example.com` });
+  }
+  await insert(added);
+  await h.database.em().execute('analyze users');
+  const want = expected('kestrel');
+  expect(want.length).toBe(300);
+
+  statements.length = 0;
+  const byOffset: string[] = [];
+  for (let offset = 0; offset < want.length + 40; offset += 40) {
+    const response = await h.rest('get', `/users?query=kestrel&limit=40&offset=${offset}`, { key: account.key });
+    byOffset.push(...response.body.users.map((user: { id: string }) => user.id));
+  }
+  expect(byOffset).toEqual(want);
+  // Both kinds of page were served: by the bounded walk alone, and after it came back short.
+  expect(fallbackRan()).toBe(true);
+
+  const query = 'query($after: String) { users(first: 45, after: $after, query: "KESTREL") { nodes { id } pageInfo { hasNextPage endCursor } } }';
+  const byCursor: string[] = [];
+  let after: string | null = null;
+  for (let pages = 0; pages < 100; pages++) {
+    const result: any = await h.graphql(query, { after }, account.key);
+    byCursor.push(...result.data.users.nodes.map((node: { id: string }) => node.id));
+    if (!result.data.users.pageInfo.hasNextPage) break;
+    after = result.data.users.pageInfo.endCursor;
+  }
+  expect(byCursor).toEqual(want);
+});
+
+test('initials at the edges of Unicode: the stretches after U+D7FF and U+10FFFF are found, and a term past every initial matches nothing', async () => {
+  const added: Person[] = [];
+  const initials = ['\u{D7FF}', '\u{E000}', '\u{10FFFF}'];
+  for (const [i, initial] of initials.entries()) {
+    for (let n = 0; n < 120; n++) {
+      added.push({ id: `PU${i}${String(n).padStart(4, '0')}`, name: `${initial}dge ${n}`, email: `${['d7ff', 'e000', 'maximal'][i]}.edge${n}@example.com` });
+    }
+  }
+  await insert(added);
+  await h.database.em().execute('analyze users');
+  for (const term of ['e000.edge', 'maximal', 'dge 11', 'no such edge']) {
+    const want = expected(term);
+    expect(await search(term, 25)).toEqual(want.slice(0, 25));
+    for (const [first, offset] of [[25, 0], [10, 30]] as const) {
+      const page = want.slice(offset, offset + first);
+      expect((await eachPath(term, first, offset)).skipping).toEqual(page);
+    }
+  }
+  expect(expected('maximal')).toHaveLength(120);
+});
+
 test('where the first match lies comes from the histogram of search_text, and sends a late cluster to the trigram index', async () => {
   const bounds = await readPath(h.database.em()).histogram('users', 'search_text');
   expect(bounds.length).toBeGreaterThan(100);
@@ -204,6 +278,12 @@ test('where the first match lies comes from the histogram of search_text, and se
   expect(firstMatchAt('anna', bounds)).toBe(0);
   expect(firstMatchAt('Quasar', bounds)).toBeGreaterThan(0.8);
   expect(firstMatchAt('no such term', bounds)).toBeNull();
+  // The walk skips initials only when the statistics put the first match under a later initial than the page's start.
+  expect(skipsInitials('anna', bounds)).toBe(false);
+  expect(skipsInitials('Quasar', bounds)).toBe(true);
+  expect(skipsInitials('quasar', bounds, 'Zed Quasar_1 601')).toBe(false);
+  expect(skipsInitials('no such term', bounds)).toBe(true);
+  expect(skipsInitials('an', bounds)).toBe(false);
 
   const page = { first: 25 };
   const dense = { matches: 62_000, users: 1_000_000 };

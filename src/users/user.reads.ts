@@ -130,7 +130,11 @@ export interface UserRowPage {
  * expected matches go to the trigram index. More first get the walk, bounded: the first
  * SEARCH_WALK_BUDGET entries of the name order, in the btree that carries `search_text`, each tested
  * without reading the table row; a full page, or the end of the account within the budget, is the
- * answer. Otherwise the cheaper of two exact paths is taken, from the estimates and from where in
+ * answer. For a term of three characters or more that walk may start at the first initial (first
+ * character of the name) under which a user matches, found through the initials index
+ * (`skipToFirstMatchingInitial`, when `skipsInitials`): a long stretch of the name order without a
+ * match, before a cluster, costs a look-up or two per initial instead of one entry per user.
+ * Otherwise the cheaper of two exact paths is taken, from the estimates and from where in
  * the name order the first match lies (`firstMatchAt`: the first histogram bound
  * of `search_text` holding the term; the bounds are table-wide, read once a minute, ReadPath.histogram). The indexed path: a trigram index finds
  * every match and only (id, name) of each are ordered (its cost grows with the matches; it reads at
@@ -204,6 +208,72 @@ export function firstMatchAt(term: string, bounds: readonly string[]): number | 
 }
 
 /**
+ * Whether the bounded walk first skips the initials under which no user matches
+ * (skipToFirstMatchingInitial). It can pass only the initials before the one under which the first
+ * match lies, and asking the initials index about that one builds a bitmap of every candidate under
+ * it (2-4 ms for the 7,800 users named "Ada Lovelace" at 1,000,000 users, docs/BENCHMARKS.md). So not
+ * when the statistics put the first match under the initial the page starts with (the cursor's, or
+ * the first histogram bound's), where there is nothing to pass; otherwise, and without statistics,
+ * yes. A guess either way costs time, never exactness.
+ */
+export function skipsInitials(term: string, bounds: readonly string[], pageStart?: string): boolean {
+  const needle = term.trim().toLowerCase();
+  if ([...needle].length < 3) return false;
+  const firstMatching = bounds.find((bound) => bound.includes(needle));
+  const start = pageStart?.toLowerCase() ?? bounds[0];
+  if (firstMatching === undefined || start === undefined) return true;
+  return [...firstMatching][0] !== [...start][0];
+}
+
+/** Entries at the start of an initial's stretch tested on the name order's index before the initials index is asked. */
+const INITIAL_HEAD = 32;
+/**
+ * Whether `name` is ordered by code point (the C collation, libc's C.*): then the users sharing an
+ * initial are one stretch of the name order, and every name from an initial on sorts at or after it.
+ * Any other collation (ICU, or a language's order, where "b" sorts before "C") gets no skip.
+ */
+const CODE_POINT_ORDER = `(select (datcollate in ('C', 'POSIX') or datcollate like 'C.%') and coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') = 'c'
+   from pg_database d where datname = current_database())`;
+
+/**
+ * The walk's start for a term of three characters or more (migration
+ * Migration20261124050000_search_initials): the initials of the page's users are visited in order,
+ * the next one found in the name order's index, and the first whose stretch holds a match (the
+ * initials index has every key of the term under it, and one of those users matches) is where the
+ * walk begins; a stretch without a match is skipped whole. No initial holding a match: the walk
+ * starts nowhere, and the page is empty. Shorter terms hold no three-character key and walk from the
+ * page's start, as does every term under a collation that is not ordered by code point.
+ */
+function skipToFirstMatchingInitial(
+  sql: { live: string; after: string; walked: string },
+  values: { accountId: string; afterParams: unknown[]; term: string },
+): { with: string; condition: string; params: unknown[] } {
+  const { live, after, walked } = sql;
+  const { accountId, afterParams, term } = values;
+  if ([...term].length < 3) return { with: '', condition: '', params: [] };
+  // The stretch's first entries first: a cluster that starts the stretch is found without the
+  // initials index, whose answer (a bitmap of every candidate under the initial) grows with the cluster.
+  const holdsMatch = `exists (select 1 from (select search_text from users where ${live}${after} and name >= next_user.initial order by name, id limit ${INITIAL_HEAD}) head where ${walked})
+      or exists (select 1 from users where ${live}${after} and ${walked} and user_search_keys(name, search_text) @> user_search_probe(next_user.initial, lower(?)))`;
+  // From the page's start, then from the character after the last initial: past U+D7FF comes
+  // U+E000 (no character is a surrogate), past U+10FFFF nothing.
+  const from = `case when initials.initial is null then '' else chr(case ascii(initials.initial) when 55295 then 57344 when 1114111 then null else ascii(initials.initial) + 1 end) end`;
+  return {
+    // The first row stands before every initial; under another collation it is the start itself.
+    with: `recursive initials(initial, matched) as (
+              select case when ${CODE_POINT_ORDER} then null else '' end, not ${CODE_POINT_ORDER}
+            union all
+              select next_user.initial, ${holdsMatch}
+                from initials cross join lateral
+                     (select left(name, 1) as initial from users where ${live}${after} and name >= ${from} order by name, id limit 1) next_user
+               where not initials.matched),
+          `,
+    condition: ' and name >= (select initial from initials where matched limit 1)',
+    params: [accountId, ...afterParams, term, accountId, ...afterParams, term, term, accountId, ...afterParams],
+  };
+}
+
+/**
  * The statements of one listing page. `page` gives the page: without a term the name order, with
  * one the walk (a scan of the table rows for a term holding U+0001, which no index can serve and no
  * real name contains). A term also gets `estimate` and `indexed`, which `useIndexedSearch` chooses
@@ -215,7 +285,7 @@ export function userListStatements(
   options: UserListOptions,
   fields: Iterable<string>,
 ): {
-  bounded?: Statement;
+  bounded?: (skipInitials: boolean) => Statement;
   estimate?: [matches: Statement, users: Statement];
   indexed?: (cap: number) => Statement;
   page: Statement;
@@ -261,21 +331,26 @@ export function userListStatements(
   }
   const indexed = indexedCondition(term);
   const walked = `search_text like ${likePattern('lower(?)')}`;
-  const firstEntries = `select id, name, search_text from users where ${live}${after} order by name, id limit ?`;
-  const firstEntriesParams = [accountId, ...afterParams, SEARCH_WALK_BUDGET];
-  return {
-    // The page from the first SEARCH_WALK_BUDGET entries of the name order only; when it comes back
-    // short, how many entries there were (fewer than the budget: the walk reached the end, so the page is exact).
-    bounded: {
-      sql: `with page as materialized (
+  const boundedWalk = (skip: { with: string; condition: string; params: unknown[] }): Statement => {
+    const firstEntries = `select id, name, search_text from users where ${live}${after}${skip.condition} order by name, id limit ?`;
+    const firstEntriesParams = [accountId, ...afterParams, SEARCH_WALK_BUDGET];
+    return {
+      sql: `with ${skip.with}page as materialized (
               select id from (${firstEntries}) first_entries where ${walked} order by name, id limit ? offset ?)
             select listed.*, short."${WALKED}"
               from (select case when (select count(*) from page) < ? then (select count(*) from (${firstEntries}) counted) end as "${WALKED}") short
               -- One row even for an empty page (its columns null), so the walked count always comes back.
               left join lateral (select ${columns} from users where id in (select id from page) offset 0) listed on true
              order by listed.name, listed.id`,
-      params: [...firstEntriesParams, term, ...window, options.first + 1, ...firstEntriesParams],
-    },
+      params: [...skip.params, ...firstEntriesParams, term, ...window, options.first + 1, ...firstEntriesParams],
+    };
+  };
+  return {
+    // The page from the first SEARCH_WALK_BUDGET entries of the name order from the page's start, or
+    // from the first initial holding a match (`skipInitials`); when it comes back short, how many
+    // entries there were (fewer than the budget: the walk reached the end, so the page is exact).
+    bounded: (skipInitials) =>
+      boundedWalk(skipInitials ? skipToFirstMatchingInitial({ live, after, walked }, { accountId, afterParams, term }) : { with: '', condition: '', params: [] }),
     estimate: [
       { sql: `select 1 from users where ${live} and ${walked}`, params: [accountId, term] },
       { sql: `select 1 from users where ${live}`, params: [accountId] },
@@ -385,15 +460,17 @@ export class UserReads {
           const [matches, users] = await this.reads.estimate(statement.estimate, { replica: true });
           // Few expected matches go straight to the trigram index; only many may fill a page early.
           const many = matches! > SEARCH_ALWAYS_INDEXED;
+          const bounds = many ? await this.reads.histogram('users', 'search_text') : [];
           if (many) {
-            const answer: (UserRow & { [WALKED]?: number | string | null })[] = await read(statement.bounded);
+            const skip = skipsInitials(options.query!, bounds, options.after?.name);
+            const answer: (UserRow & { [WALKED]?: number | string | null })[] = await read(statement.bounded(skip));
             const walked = answer[0]?.[WALKED];
             for (const row of answer) delete row[WALKED];
             const rows = answer.filter((row) => row.id != null);
             // A full page, or the end of the name order within the budget: exact without the trigram indexes.
             if (rows.length > options.first || (walked != null && Number(walked) < SEARCH_WALK_BUDGET)) return page(rows);
           }
-          const first = many ? firstMatchAt(options.query!, await this.reads.histogram('users', 'search_text')) : null;
+          const first = many ? firstMatchAt(options.query!, bounds) : null;
           if (useIndexedSearch(options.query!, { matches: matches!, users: users!, firstMatchAt: first }, options)) {
             const cap = searchIndexedCap(matches!);
             const rows: (UserRow & { [MATCHES]?: number | string })[] = await read(statement.indexed(cap));
