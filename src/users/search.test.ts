@@ -57,6 +57,20 @@ async function search(term: string, limit = 100): Promise<string[]> {
   return ids;
 }
 
+/** Every match, page after page through GraphQL's cursors (at most 100 pages). */
+async function everyPageByCursor(term: string, first: number): Promise<string[]> {
+  const query = 'query($after: String, $term: String!, $first: Int!) { users(first: $first, after: $after, query: $term) { nodes { id } pageInfo { hasNextPage endCursor } } }';
+  const ids: string[] = [];
+  let after: string | null = null;
+  for (let pages = 0; pages < 100; pages++) {
+    const result: any = await h.graphql(query, { after, term, first }, account.key);
+    ids.push(...result.data.users.nodes.map((node: { id: string }) => node.id));
+    if (!result.data.users.pageInfo.hasNextPage) break;
+    after = result.data.users.pageInfo.endCursor;
+  }
+  return ids;
+}
+
 function expected(term: string): string[] {
   const needle = term.trim().toLowerCase();
   return people
@@ -188,15 +202,7 @@ test('many matches all after more than the walk budget of users with other initi
   }
   expect(byOffset).toEqual(want);
 
-  const query = 'query($after: String) { users(first: 30, after: $after, query: "late 4") { nodes { id } pageInfo { hasNextPage endCursor } } }';
-  const byCursor: string[] = [];
-  let after: string | null = null;
-  for (let pages = 0; pages < 100; pages++) {
-    const result: any = await h.graphql(query, { after }, account.key);
-    byCursor.push(...result.data.users.nodes.map((node: { id: string }) => node.id));
-    if (!result.data.users.pageInfo.hasNextPage) break;
-    after = result.data.users.pageInfo.endCursor;
-  }
+  const byCursor = await everyPageByCursor('late 4', 30);
   expect(byCursor).toEqual(expected('late 4'));
   expect(byCursor.length).toBeGreaterThan(30);
 });
@@ -237,16 +243,7 @@ test('a term whose matches thin out past the walk budget: pages by offset and by
   // Both kinds of page were served: by the bounded walk alone, and after it came back short.
   expect(fallbackRan()).toBe(true);
 
-  const query = 'query($after: String) { users(first: 45, after: $after, query: "KESTREL") { nodes { id } pageInfo { hasNextPage endCursor } } }';
-  const byCursor: string[] = [];
-  let after: string | null = null;
-  for (let pages = 0; pages < 100; pages++) {
-    const result: any = await h.graphql(query, { after }, account.key);
-    byCursor.push(...result.data.users.nodes.map((node: { id: string }) => node.id));
-    if (!result.data.users.pageInfo.hasNextPage) break;
-    after = result.data.users.pageInfo.endCursor;
-  }
-  expect(byCursor).toEqual(want);
+  expect(await everyPageByCursor('KESTREL', 45)).toEqual(want);
 });
 
 test('initials at the edges of Unicode: the stretches after U+D7FF and U+10FFFF are found, and a term past every initial matches nothing', async () => {
