@@ -241,8 +241,9 @@ const CODE_POINT_ORDER = `(select (datcollate in ('C', 'POSIX') or datcollate li
  * the next one found in the name order's index, and the first whose stretch holds a match (the
  * initials index has every key of the term under it, and one of those users matches) is where the
  * walk begins; a stretch without a match is skipped whole. No initial holding a match: the walk
- * starts nowhere, and the page is empty. Shorter terms hold no three-character key and walk from the
- * page's start, as does every term under a collation that is not ordered by code point.
+ * starts nowhere, and the page is empty. Shorter terms hold no three-character key (`skipsInitials`
+ * never asks for them) and walk from the page's start, as does every term under a collation that is
+ * not ordered by code point.
  */
 function skipToFirstMatchingInitial(
   sql: { live: string; after: string; walked: string },
@@ -250,7 +251,6 @@ function skipToFirstMatchingInitial(
 ): { with: string; condition: string; params: unknown[] } {
   const { live, after, walked } = sql;
   const { accountId, afterParams, term } = values;
-  if ([...term].length < 3) return { with: '', condition: '', params: [] };
   // The stretch's first entries first: a cluster that starts the stretch is found without the
   // initials index, whose answer (a bitmap of every candidate under the initial) grows with the cluster.
   const holdsMatch = `exists (select 1 from (select search_text from users where ${live}${after} and name >= next_user.initial order by name, id limit ${INITIAL_HEAD}) head where ${walked})
@@ -261,7 +261,7 @@ function skipToFirstMatchingInitial(
   return {
     // The first row stands before every initial; under another collation it is the start itself.
     with: `recursive initials(initial, matched) as (
-              select case when ${CODE_POINT_ORDER} then null else '' end, not ${CODE_POINT_ORDER}
+              select case when ordered then null else '' end, not ordered from (select ${CODE_POINT_ORDER} as ordered) as name_order
             union all
               select next_user.initial, ${holdsMatch}
                 from initials cross join lateral
