@@ -65,6 +65,9 @@ export function prepareRoutes<TRow extends ExecutableRow>(schema: GraphQLSchema,
   });
 }
 
+// graphql-jit exports its variable coercion only from a module file, whose ES module build does not load (its imports lack file extensions).
+const { compileVariableParsing, failToParseVariables } = createRequire(import.meta.url)('graphql-jit/dist/variables') as typeof import('graphql-jit/dist/variables');
+
 /**
  * graphql-jit's coercion of the operation's variables: generated code, several times quicker than
  * graphql-js's walk over 100 bulk-update elements. Where it accepts the raw values it gives what
@@ -73,9 +76,6 @@ export function prepareRoutes<TRow extends ExecutableRow>(schema: GraphQLSchema,
  * answered. (Rows never put an explicit `undefined` in their variables, as JSON cannot: graphql-jit
  * would make it a null where graphql-js leaves the field out.)
  */
-// graphql-jit exports its variable coercion only from a module file, whose ES module build does not load (its imports lack file extensions).
-const { compileVariableParsing, failToParseVariables } = createRequire(import.meta.url)('graphql-jit/dist/variables') as typeof import('graphql-jit/dist/variables');
-
 function compiledCoercion(schema: GraphQLSchema, definition: OperationDefinitionNode): CompiledCoercion {
   const coerce = compileVariableParsing(schema, definition.variableDefinitions ?? []);
   return (raw) => {
@@ -93,8 +93,8 @@ function interpreted(schema: GraphQLSchema, document: DocumentNode): Run {
  * Mutations, and queries whose variables are all built-in scalars (or input objects of them), run
  * compiled (graphql-jit): the route's fixed document becomes one function, without graphql-js's
  * per-field interpretation (measured: most of the execution cost of a 25-user page). Variables
- * are coerced by graphql-js first (by the input bounds, before the run), so a bad value fails
- * with graphql-js's own message. A query is handed those coerced values: graphql-jit's
+ * are coerced first by the input bounds, before the run (`compiledCoercion`, graphql-js's where
+ * that refuses them), so a bad value fails with graphql-js's own message. A query is handed those coerced values: graphql-jit's
  * re-coercion of a built-in scalar's coerced value leaves it as it is. A mutation is handed the
  * raw ones, which graphql-jit coerces as graphql-js did, once: its inputs hold custom scalars and
  * enums, whose coerced values would not coerce again (an enum's internal value is not its name).
