@@ -206,15 +206,26 @@ export function operationInputProblems(schema: GraphQLSchema, document: Document
   return operation ? inputsOf(schema, document, operation, rawVariables).problems : [];
 }
 
+/**
+ * Another coercion of an operation's variables, compiled for it: the values graphql-js's
+ * `getVariableValues` would give whenever it accepts them, undefined where it does not.
+ */
+export type CompiledCoercion = (rawVariables: Record<string, unknown>) => Record<string, unknown> | undefined;
+
 function inputsOf(
   schema: GraphQLSchema,
   document: DocumentNode,
   operation: OperationDefinitionNode,
   rawVariables: Record<string, unknown> | null | undefined,
+  compiledCoercion?: CompiledCoercion,
 ): { problems: string[]; variables?: Record<string, unknown> } {
-  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], rawVariables ?? {}, { maxErrors: 5 });
-  if (coerced.errors) return { problems: coerced.errors.map((error) => boundedMessage(error.message)) };
-  const variables = coerced.coerced;
+  let variables = compiledCoercion?.(rawVariables ?? {});
+  if (!variables) {
+    // graphql-js's own coercion, for its messages (and whatever the compiled one refused).
+    const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], rawVariables ?? {}, { maxErrors: 5 });
+    if (coerced.errors) return { problems: coerced.errors.map((error) => boundedMessage(error.message)) };
+    variables = coerced.coerced;
+  }
   const problems: string[] = [];
   for (const site of argumentSitesOf(schema, document, operation)) {
     site.check(valueFromAST(site.node.value, site.argument.type, variables), [site.node.name.value], problems);
@@ -230,16 +241,18 @@ export function assertOperationInputsAcceptable(schema: GraphQLSchema, document:
 
 /**
  * `assertOperationInputsAcceptable` for an operation already picked out of its document, answering
- * the variables as it coerced them (graphql-js's `getVariableValues`), so a caller that executes the
- * operation itself need not coerce them a second time.
+ * the variables as it coerced them (graphql-js's `getVariableValues`, or the operation's compiled
+ * coercion where it accepts them), so a caller that executes the operation itself need not coerce
+ * them a second time.
  */
 export function acceptableOperationInputs(
   schema: GraphQLSchema,
   document: DocumentNode,
   operation: OperationDefinitionNode,
   rawVariables: Record<string, unknown> | null | undefined,
+  compiledCoercion?: CompiledCoercion,
 ): Record<string, unknown> {
-  const { problems, variables } = inputsOf(schema, document, operation, rawVariables);
+  const { problems, variables } = inputsOf(schema, document, operation, rawVariables, compiledCoercion);
   if (problems.length || !variables) throw new InvalidInputError(problems);
   return variables;
 }

@@ -135,6 +135,16 @@ export class LiveHub {
     return this.connections.size;
   }
 
+  /**
+   * No connection and no topic: a change published now would reach no stream and re-check no
+   * credential (a connection still being accepted is not in the hub either way), so the listener
+   * need not even decode it. Skipping it leaves the sequence behind, which only orders events
+   * relative to subscriptions that exist.
+   */
+  get idle(): boolean {
+    return this.connections.size === 0 && this.userTopics.size === 0 && this.accountTopics.size === 0;
+  }
+
   connectionsOf(credentialId: string): number {
     return this.perCredential.get(credentialId) ?? 0;
   }

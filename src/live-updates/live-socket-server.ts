@@ -152,6 +152,8 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
 
   const listener: NotificationListener = await database.listen(LIVE_CHANNEL, {
     notification(payload) {
+      // Every instance hears every commit's changes; one nobody is subscribed to drops them unread (and so does not count undecodable ones).
+      if (hub.idle) return;
       const { changes, malformed } = decodeLiveChanges(payload);
       if (malformed) liveEventsDropped.inc({ reason: 'undecodable' }, malformed);
       hub.publish(changes);

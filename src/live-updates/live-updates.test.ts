@@ -34,6 +34,34 @@ beforeAll(async () => {
 
 afterAll(async () => instances.close());
 
+describe('an instance nobody is subscribed to', () => {
+  // First in the file: until a client connects, neither instance has a connection or a topic.
+  test('drops what it hears unread (an undecodable payload is not counted); once a subscriber connects, it is sent the next change', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account);
+    const key = `Token token=${(account.key as { token: string }).token}`;
+    const undecodable = () => gauge('live_events_dropped_total', { reason: 'undecodable' });
+    const droppedBefore = await undecodable();
+    await a.database.em().execute(`select pg_notify('live_changes', 'not json')`);
+    expect((await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: key }).send({ user: { job_title: 'Unheard' } })).status).toBe(200);
+    await sleep(200);
+    expect(await undecodable()).toBe(droppedBefore);
+
+    const viewer = await LiveTestClient.connect(a.httpServer, authorizationOf(account.key as { token: string }));
+    viewer.subscribe('changes', USER_CHANGED, { id: user.id });
+    await sleep(100);
+    // Instance A has a connection now (B still has none): A alone decodes, and counts, what it hears.
+    await a.database.em().execute(`select pg_notify('live_changes', 'not json')`);
+    expect((await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: key }).send({ user: { job_title: 'Heard' } })).status).toBe(200);
+    const event = await viewer.waitFor((message) => message.id === 'changes' && message.type === 'next');
+    expect(event.payload.data.userChanged).toEqual({ kind: 'UPDATED', userId: user.id, changedFields: ['jobTitle'], user: { id: user.id, name: user.name, jobTitle: 'Heard' } });
+    expect(await undecodable()).toBe(droppedBefore + 1);
+    await sleep(200);
+    expect(viewer.events('changes')).toHaveLength(1);
+    viewer.close();
+  });
+});
+
 describe('across instances', () => {
   test('a sign-out through B: the web session subscribed on A gets viewerAccessRevoked, then its socket closes 4403 within a second', async () => {
     const account = await a.createAccount();
