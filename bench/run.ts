@@ -30,6 +30,8 @@ const sizes = (process.env.BENCH_SIZES ?? '10000,1000000').split(',').map(Number
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
+/** Seconds of untimed load on each server before a read scenario's timed rounds. */
+const warmUpSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const writeIterations = Number(process.env.BENCH_WRITE_ITERATIONS ?? 30);
 /** The SCIM first sync: this many users created one POST at a time over BENCH_SYNC_CONNECTIONS connections, through SCIM and through REST. */
 const syncUsers = Number(process.env.BENCH_SYNC_USERS ?? 10_000);
@@ -186,6 +188,12 @@ const percentile = (values: number[], p: number) => [...values].sort((a, b) => a
 const fixed = (value: number, digits = 0) => value.toFixed(digits);
 
 interface Row { size: string; scenario: string; app: LoadResult; baseline?: LoadResult; appStatements: number; baselineStatements?: number }
+/** Median of the rounds; with the baseline's, their ratio. Writes are timed one request at a time and carry none. */
+const cpuColumn = (row: Row) => {
+  const [app, baseline] = [row.app.cpuMicros, row.baseline?.cpuMicros];
+  if (app === undefined) return '';
+  return baseline === undefined ? fixed(app) : `${fixed(app)} / ${fixed(baseline)} (${fixed(app / baseline, 2)}x)`;
+};
 
 /**
  * An identity provider's first sync: `syncUsers` creations, one POST at a time on each of
@@ -218,7 +226,7 @@ const syscallRow = (size: string, scenario: string, side: string, count: Syscall
   `| ${size} | ${scenario} | ${side} | ${fixed(count.perRequest, 1)} | ${count.top.map((call) => `${call.name} ${fixed(call.perRequest, 2)}`).join(', ')} |`;
 const startedAt = new Date();
 output.push(`Run started ${startedAt.toISOString()}; ${os.cpus().length} cores; load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}; Node ${process.version}; `
-  + `${connections} connections, ${seconds} s per round, ${rounds} alternating rounds, ${writeIterations} timed requests per write scenario.`);
+  + `${connections} connections, ${warmUpSeconds} s untimed warm-up per server and read scenario, ${seconds} s per round, ${rounds} alternating rounds, ${writeIterations} timed requests per write scenario.`);
 
 for (const size of sizes) {
   const prepared = await prepare(size);
@@ -281,14 +289,18 @@ for (const size of sizes) {
         log(`${sizeLabel} ${scenario.name}: ${side} ${fixed(count.perRequest, 1)} system calls per request`);
       }
     }
+    // Untimed: the service's first seconds under load are still compiling its hot paths (measured:
+    // its first round took half again the CPU per request of the later ones), the baseline's hardly.
+    for (const server of scenario.baseline ? [app, baseline] : [app]) if (warmUpSeconds > 0) await load(server, scenario, apiKey, { connections, seconds: warmUpSeconds });
     const appRuns: LoadResult[] = [];
     const baselineRuns: LoadResult[] = [];
     for (let round = 0; round < rounds; round++) {
       log(`${sizeLabel} ${scenario.name}: round ${round + 1}`);
       const order = scenario.baseline ? (round % 2 === 0 ? ['app', 'baseline'] : ['baseline', 'app']) : ['app'];
       for (const which of order) {
-        if (which === 'app') appRuns.push(await load(app, scenario, apiKey, { connections, seconds }));
-        else baselineRuns.push(await load(baseline, scenario, apiKey, { connections, seconds }));
+        const result = await load(which === 'app' ? app : baseline, scenario, apiKey, { connections, seconds });
+        (which === 'app' ? appRuns : baselineRuns).push(result);
+        log(`${sizeLabel} ${scenario.name}: ${which === 'app' ? 'service' : 'baseline'} ${fixed(result.rps)} req/s, ${result.cpuMicros === undefined ? '-' : fixed(result.cpuMicros)} µs CPU per request`);
       }
     }
     const summarize = (runs: LoadResult[]): LoadResult => ({
@@ -296,6 +308,7 @@ for (const size of sizes) {
       p50: median(runs.map((r) => r.p50)),
       p99: median(runs.map((r) => r.p99)),
       failures: runs.reduce((sum, r) => sum + r.failures, 0),
+      cpuMicros: runs.every((r) => r.cpuMicros !== undefined) ? median(runs.map((r) => r.cpuMicros!)) : undefined,
     });
     const row: Row = { size: sizeLabel, scenario: scenario.name, app: summarize(appRuns), appStatements, ...(scenario.baseline ? { baseline: summarize(baselineRuns), baselineStatements } : {}) };
     rows.push(row);
@@ -417,11 +430,11 @@ for (const size of sizes) {
   await Promise.all([app.request('stop'), baseline.request('stop'), counter.request('stop')]);
 }
 
-output.push('', '| users | scenario | service req/s | p50 ms | p99 ms | baseline req/s | p50 ms | p99 ms | throughput ratio | p99 ratio | SQL per request (service / baseline) | failures |', '|---|---|---|---|---|---|---|---|---|---|---|---|');
+output.push('', '| users | scenario | service req/s | p50 ms | p99 ms | baseline req/s | p50 ms | p99 ms | throughput ratio | p99 ratio | SQL per request (service / baseline) | server CPU µs per request (service / baseline) | failures |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const row of rows) {
   const b = row.baseline;
   output.push(`| ${row.size} | ${row.scenario} | ${fixed(row.app.rps)} | ${fixed(row.app.p50, 1)} | ${fixed(row.app.p99, 1)} | ${b ? fixed(b.rps) : ''} | ${b ? fixed(b.p50, 1) : ''} | ${b ? fixed(b.p99, 1) : ''} | `
-    + `${b ? `${fixed(row.app.rps / b.rps, 2)}x` : ''} | ${b ? `${fixed(row.app.p99 / Math.max(b.p99, 0.001), 2)}x` : ''} | ${fixed(row.appStatements, 1)}${row.baselineStatements !== undefined ? ` / ${fixed(row.baselineStatements, 1)}` : ''} | ${row.app.failures + (b?.failures ?? 0)} |`);
+    + `${b ? `${fixed(row.app.rps / b.rps, 2)}x` : ''} | ${b ? `${fixed(row.app.p99 / Math.max(b.p99, 0.001), 2)}x` : ''} | ${fixed(row.appStatements, 1)}${row.baselineStatements !== undefined ? ` / ${fixed(row.baselineStatements, 1)}` : ''} | ${cpuColumn(row)} | ${row.app.failures + (b?.failures ?? 0)} |`);
 }
 if (sizes.length > 1) {
   const [small, large] = [label(sizes[0]!), label(sizes[sizes.length - 1]!)];

@@ -148,7 +148,28 @@ export async function startService(databaseUrl: string, env: Record<string, stri
   };
 }
 
-export interface LoadResult { rps: number; p50: number; p99: number; failures: number }
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  failures: number;
+  /** The server process's CPU time (user + system, every thread) per completed request, in µs: steadier than throughput on a shared machine. */
+  cpuMicros?: number;
+}
+
+/** CPU time a process has used so far (utime + stime from /proc/<pid>/stat), in µs; undefined where /proc is not there. */
+function cpuMicrosOf(pid: number | undefined): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces); utime and stime are the 14th and 15th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+/** USER_HZ: what Linux counts /proc's CPU times in (100 on every common build). */
+const CLOCK_TICKS_PER_SECOND = 100;
 
 export interface Scenario {
   name: string;
@@ -176,9 +197,12 @@ function autocannonArguments(server: Server, scenario: Scenario, apiKey: string,
 export async function load(server: Server, scenario: Scenario, apiKey: string, { connections, seconds, amount }: { connections: number; seconds?: number; amount?: number }): Promise<LoadResult> {
   const args = autocannonArguments(server, scenario, apiKey, connections);
   args.splice(1, 0, ...(amount ? ['-a', String(amount)] : ['-d', String(seconds ?? 5)]));
+  const cpuBefore = cpuMicrosOf(server.process.pid);
   const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 });
-  const result = JSON.parse(stdout) as { requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures: result.non2xx + result.errors };
+  const cpuAfter = cpuMicrosOf(server.process.pid);
+  const result = JSON.parse(stdout) as { requests: { average: number; total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
+  const cpuMicros = cpuBefore !== undefined && cpuAfter !== undefined && result.requests.total > 0 ? (cpuAfter - cpuBefore) / result.requests.total : undefined;
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures: result.non2xx + result.errors, cpuMicros };
 }
 
 export interface SyscallCount {

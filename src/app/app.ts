@@ -2,7 +2,6 @@ import { purgeAuditRecords } from '../audit/audit-maintenance.js';
 import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { expressMiddleware } from '@as-integrations/express5';
 import type { oas31 } from 'openapi3-ts';
 import { DEFAULT_AUDIT_RETENTION_DAYS, type AppConfig, type LiveUpdateLimits } from '../config/config.js';
 import type { Database } from '../db/database.js';
@@ -11,6 +10,7 @@ import type { Logger } from '../logging/logger.js';
 import { authenticate } from '../auth/authenticate.js';
 import { deriveKey } from '../auth/server-secret.js';
 import { createApolloServer } from '../graphql/apollo.js';
+import { apolloHttpHandler } from '../graphql/http-handler.js';
 import { createContext, type Context } from '../graphql/context.js';
 import { classifyError, graphqlErrorBody } from '../graphql/errors.js';
 import { ERROR_TABLE } from '../errors/error-table.js';
@@ -32,6 +32,7 @@ import { rateLimitDecisions, reportRateLimitStore } from '../observability/metri
 import { corsAllowList } from './cors.js';
 import { createManagedHttpServer, type HttpServerLimits, type StopOutcome } from './http-server.js';
 import { idempotentWrites } from './idempotency.js';
+import { inSequence } from './in-sequence.js';
 import { IdempotencyStore } from './idempotency-store.js';
 import { features } from './features.js';
 import { DEFAULT_LIVE_LIMITS, startLiveUpdates, type LiveUpdates } from '../live-updates/live-socket-server.js';
@@ -152,23 +153,19 @@ export async function createApp(options: AppOptions): Promise<App> {
   // Who the client is (req.ip) for every limit keyed by address, and its scheme: only as far as TRUST_PROXY says.
   app.set('trust proxy', runtime.trustProxy);
 
-  app.use((req: Request, res: Response, next: NextFunction) => {
+  const requestIds = (req: Request, res: Response, next: NextFunction) => {
     const given = req.get('x-request-id');
     res.locals.requestId = given && REQUEST_ID_PATTERN.test(given) ? given : randomUUID();
     res.set('X-Request-Id', res.locals.requestId);
     next();
-  });
-
-  app.use(observeRequests());
+  };
   reportRateLimitStore(() => ({ memory: undefined, up: 1, down: 0 })[options.rateLimiter.storeState()]);
-
-  app.use(corsAllowList(settings.corsOrigins));
 
   // One line per request: no query string; the calendar key inside feed URLs and sign-in interaction ids are redacted.
   // Its fields are strings and numbers the line names itself (none of them a header or a credential
   // field), so it skips the logger's redaction, which otherwise runs on every field of every line.
   const accessLog = logger.child({}, { redact: [] });
-  app.use((req: Request, res: Response, next: NextFunction) => {
+  const accessLogLine = (req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
     // Read now: inside a mounted router (`/graphql`) Express shows the path relative to the mount.
     const path = redactPath(req.path);
@@ -183,7 +180,9 @@ export async function createApp(options: AppOptions): Promise<App> {
       }, 'request');
     });
     next();
-  });
+  };
+  // What every request passes first, as one layer of the router (see inSequence).
+  app.use(inSequence(requestIds, observeRequests(), corsAllowList(settings.corsOrigins), accessLogLine));
 
   if (options.metricsToken) app.get('/metrics', metricsEndpoint(options.metricsToken));
   app.get('/healthz', (_req, res) => sendJson(res, 200, { status: 'ok' }));
@@ -225,7 +224,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   if (settings.openapiDocument ?? true) scimOpenApiRoute(app.router, settings);
 
   // One context per request, shared by GraphQL and the REST facade.
-  app.use(async (req: Request, res: Response, next: NextFunction) => {
+  const requestContext = async (req: Request, res: Response, next: NextFunction) => {
     try {
       const em = database.em();
       const authentication = scimFaceRoutes.screen(req.path, await authenticate(em, req.get('authorization'), runtime.credentialResolvers));
@@ -246,11 +245,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     } catch (error) {
       next(error);
     }
-  });
+  };
 
   // Every API request draws on its credential's budget (a user's keys and tokens share one);
   // requests without a valid credential draw on their client address's.
-  app.use(async (req: Request, res: Response, next: NextFunction) => {
+  const rateLimit = async (req: Request, res: Response, next: NextFunction) => {
     try {
       const { authentication } = res.locals.context as Context;
       const key = authentication.status === 'authenticated' ? authentication.principal.rateLimitKey : `address:${req.ip}`;
@@ -268,22 +267,29 @@ export async function createApp(options: AppOptions): Promise<App> {
     } catch (error) {
       next(error);
     }
-  });
+  };
+  app.use(inSequence(requestContext, rateLimit));
 
   app.use(scimFaceRoutes.path, scimFaceRoutes.router(schema, logger, outages));
 
   app.use(
     '/graphql',
-    graphqlOperationScope(),
-    express.json({ limit: '1mb' }),
-    screenGraphQLRequest,
-    idempotentWrites('graphql', idempotency),
-    expressMiddleware(apollo, { context: async ({ res }) => res.locals.context as Context }),
+    inSequence(
+      graphqlOperationScope(),
+      express.json({ limit: '1mb' }),
+      screenGraphQLRequest,
+      idempotentWrites('graphql', idempotency),
+      apolloHttpHandler(apollo, { context: async ({ res }) => res.locals.context as Context }),
+    ),
   );
 
-  app.use(acceptVersioning(settings.apiVendor), requireJsonBody, express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
-  app.use(idempotentWrites('rest', idempotency));
-  app.use(restRouter(routes, schema, logger, outages));
+  app.use(inSequence(
+    acceptVersioning(settings.apiVendor),
+    requireJsonBody,
+    express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }),
+    idempotentWrites('rest', idempotency),
+    restRouter(routes, schema, logger, outages),
+  ));
 
   app.use((_req: Request, res: Response) => sendError(res, 'not_found', 'Not Found', ['No such route.']));
   // Errors outside a route's own handling (body parsing, path decoding, authentication), answered

@@ -30,15 +30,20 @@ function mountAuthorizationServer(router: Router, deps: HttpRouteDeps): void {
   router.use([OAUTH_PREFIX, ...DISCOVERY_PATHS], deps.limitPerAddress);
   const signInMethods = deps.runtime.signInMethods.map((build) => build(deps));
   interactionRoutes(router, { database: deps.database, serverSecret: deps.runtime.serverSecret, logger: deps.logger, provider, signInMethods });
-  router.use(async (req: Request, res: Response, next: NextFunction) => {
-    const ours = DISCOVERY_PATHS.has(req.path) || (req.path.startsWith(`${OAUTH_PREFIX}/`) && !req.path.startsWith(`${INTERACTION_PATH}/`));
-    if (!ours) return next();
+  const answer = async (req: Request, res: Response, next: NextFunction) => {
     try {
       handler ??= (await provider()).callback();
       handler(req, res);
     } catch (error) {
       next(error);
     }
+  };
+  // Every request passes here: those that are not the provider's go on without a promise of their own.
+  router.use((req: Request, res: Response, next: NextFunction) => {
+    const { path } = req;
+    const ours = DISCOVERY_PATHS.has(path) || (path.startsWith(`${OAUTH_PREFIX}/`) && !path.startsWith(`${INTERACTION_PATH}/`));
+    if (!ours) return next();
+    return answer(req, res, next);
   });
 }
 

@@ -36,9 +36,17 @@ export function sendJson(res: Response, status: number, body: unknown, headers?:
     res.end();
     return;
   }
-  let text = JSON.stringify(body);
+  sendText(res, JSON.stringify(body), JSON_CONTENT_TYPE);
+}
+
+/**
+ * Ends the response (its status already set) with `text` as Express's `res.send(text)` would
+ * with this Content-Type, which must be one `res.send` leaves as it is (a lower-case type with
+ * `; charset=utf-8`).
+ */
+export function sendText(res: Response, text: string, contentType: string): void {
   const length = Buffer.byteLength(text);
-  res.setHeader('Content-Type', JSON_CONTENT_TYPE);
+  res.setHeader('Content-Type', contentType);
   res.setHeader('Content-Length', length);
   if (!res.hasHeader('ETag')) res.setHeader('ETag', weakEntityTag(text, length));
   if (res.req.fresh) res.statusCode = 304;
