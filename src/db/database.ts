@@ -241,7 +241,6 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   if (!embedded) await observePool(orm, options.poolMax ?? 10);
   configureReadPath(orm.em as EntityManager, { namedStatements });
 
-  withoutResyncOnGlobalContextToggle(orm.config);
   const em = () => orm.em.fork() as EntityManager;
   const onConnection = kind === 'postgresql' && sessionStateSurvives(pooler);
   let transactions = new TransactionRunner(
@@ -308,30 +307,4 @@ async function startReadRouting(orm: MikroORM, options: DatabaseOptions): Promis
   await replicas.start();
   const windowMs = recentWriteWindowMs(maxLagMs, probeIntervalMs);
   return new ReadRouting(replicas, options.recentWrites?.(windowMs) ?? new MemoryRecentWrites(windowMs));
-}
-
-/**
- * `em.fork()` (once per request) sets `allowGlobalContext` on the shared configuration and back,
- * and each `set` re-syncs the configuration: two `process.env` writes (`MIKRO_ORM_COLORS`, a call
- * into the C library each) and the logger's debug mode, none of which depends on that key
- * (measured: about 1% of a `GET /users/:id`'s CPU). Only that key's sets skip the re-sync.
- */
-function withoutResyncOnGlobalContextToggle(config: MikroORM['config']): void {
-  // `sync` is private to MikroORM's Configuration; should it go, this wraps nothing and sets go on as before.
-  const configuration = config as unknown as { sync?(): void; set(key: string, value: unknown): void };
-  if (typeof configuration.sync !== 'function') return;
-  const sync = configuration.sync.bind(configuration);
-  const set = configuration.set.bind(configuration);
-  let toggling = false;
-  configuration.sync = () => {
-    if (!toggling) sync();
-  };
-  configuration.set = (key, value) => {
-    toggling = key === 'allowGlobalContext';
-    try {
-      set(key, value);
-    } finally {
-      toggling = false;
-    }
-  };
 }

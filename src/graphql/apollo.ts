@@ -12,52 +12,99 @@ import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from './
 import { GRAPHQL_MAX_TOKENS, queryLimitRules, type QueryLimits } from './limits.js';
 
 /**
- * The service's own rules for every request, in one plugin (each plugin is one more listener
- * Apollo awaits at every stage of every request), in this order:
- * - input bounds: unstorable or over-long strings in arguments and variables are refused after
- *   validation, before any resolver (and so any SQL) runs; the REST executor makes the same check;
- * - subscriptions run over WebSocket (src/live-updates); over HTTP they are the client's mistake, answered 400;
- * - masked errors are logged, with the request id that the masked error carries to the client;
- * - a dependency outage is an answer, not a defect: one throttled warn line, `Retry-After`, and
- *   HTTP 503 when nothing else came back (a partial result keeps GraphQL's 200);
- * - every GraphQL response over HTTP says `Cache-Control: no-store`, as Apollo's default
- *   cache-control plugin answers for a schema without cache hints (this one declares none). That
- *   plugin is off: to compute the hints it hooks every field of every operation, which makes
- *   Apollo wrap every resolver of the schema in a per-field dispatcher (measured: a large share
- *   of executing a 25-user page with nested counts).
+ * Refuses unstorable or over-long strings in arguments and variables after validation, before
+ * any resolver (and so any SQL) runs; the REST executor makes the same check.
  */
-function serviceRules(logger: Logger, outages: ThrottledWarning): ApolloServerPlugin<Context> {
+function inputBounds(): ApolloServerPlugin<Context> {
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ schema, document, operationName, request, operation }) {
+        async didResolveOperation({ schema, document, operationName, request }) {
           try {
             assertOperationInputsAcceptable(schema, document, operationName, request.variables);
           } catch (error) {
             if (error instanceof InvalidInputError) throw inputProblemsAsGraphQLError(error);
             throw error;
           }
+        },
+      };
+    },
+  };
+}
+
+/** Subscriptions run over WebSocket (src/live-updates); over HTTP they are the client's mistake, answered 400. */
+function subscriptionsOverWebSocketOnly(): ApolloServerPlugin<Context> {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ operation }) {
           if (operation?.operation !== 'subscription') return;
           throw inputProblemsAsGraphQLError(new InvalidInputError('Subscriptions are served over WebSocket on /graphql (the graphql-ws protocol), not over HTTP.'));
         },
+      };
+    },
+  };
+}
+
+/** Logs what will be masked, with the request id that the masked error carries to the client. */
+function maskedErrorLogging(logger: Logger): ApolloServerPlugin<Context> {
+  return {
+    async requestDidStart() {
+      return {
         async didEncounterErrors({ errors, contextValue }) {
-          // Outages are logged, throttled, below; only defects are errors.
+          // Outages are logged, throttled, by unavailableAnswers; only defects are errors.
           for (const error of errors) {
             if (classifyError(error).kind === 'internal') logger.error({ err: error.originalError ?? error, requestId: contextValue.requestId }, 'unhandled error in GraphQL operation');
           }
+        },
+        async willSendResponse({ response, contextValue }) {
+          if (response.body.kind !== 'single') return;
+          for (const error of response.body.singleResult.errors ?? []) {
+            if (error.extensions?.code === 'INTERNAL_SERVER_ERROR') (error.extensions as Record<string, unknown>).requestId = contextValue.requestId;
+          }
+        },
+      };
+    },
+  };
+}
+
+/**
+ * A dependency outage is an answer, not a defect: one throttled warn line, `Retry-After`, and
+ * HTTP 503 when nothing else came back (a partial result keeps GraphQL's 200).
+ */
+function unavailableAnswers(outages: ThrottledWarning): ApolloServerPlugin<Context> {
+  return {
+    async requestDidStart() {
+      return {
+        async didEncounterErrors({ errors, contextValue }) {
           const outage = errors.find((error) => classifyError(error).kind === 'unavailable');
           if (outage) outages.warn({ err: outage.originalError ?? outage, requestId: contextValue.requestId }, 'database unavailable: answering SERVICE_UNAVAILABLE');
         },
-        async willSendResponse({ response, contextValue }) {
-          if (!response.http.headers.has('cache-control')) response.http.headers.set('cache-control', 'no-store');
+        async willSendResponse({ response }) {
           if (response.body.kind !== 'single') return;
           const { errors, data } = response.body.singleResult;
-          for (const error of errors ?? []) {
-            if (error.extensions?.code === 'INTERNAL_SERVER_ERROR') (error.extensions as Record<string, unknown>).requestId = contextValue.requestId;
-          }
           if (!errors?.some((error) => error.extensions?.code === 'SERVICE_UNAVAILABLE')) return;
           response.http.headers.set('retry-after', '1');
           if (!data || Object.values(data).every((value) => value === null)) response.http.status = 503;
+        },
+      };
+    },
+  };
+}
+
+/**
+ * Every GraphQL response over HTTP says `Cache-Control: no-store`, as Apollo's default cache-control
+ * plugin answers for a schema without cache hints (this one declares none). That plugin is off:
+ * to compute the hints it hooks every field of every operation, which makes Apollo wrap every
+ * resolver of the schema in a per-field dispatcher (measured: a large share of executing a
+ * 25-user page with nested counts).
+ */
+function uncacheableResponses(): ApolloServerPlugin<Context> {
+  return {
+    async requestDidStart() {
+      return {
+        async willSendResponse({ response }) {
+          if (!response.http.headers.has('cache-control')) response.http.headers.set('cache-control', 'no-store');
         },
       };
     },
@@ -99,8 +146,12 @@ export function createApolloServer(options: ApolloOptions): ApolloServer<Context
     formatError: formatGraphQLError,
     plugins: [
       ApolloServerPluginCacheControlDisabled(),
+      uncacheableResponses(),
       options.landingPage ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false }) : ApolloServerPluginLandingPageDisabled(),
-      serviceRules(options.logger, options.outages),
+      maskedErrorLogging(options.logger),
+      unavailableAnswers(options.outages),
+      inputBounds(),
+      subscriptionsOverWebSocketOnly(),
       ...(options.plugins ?? []),
     ],
   });

@@ -23,15 +23,11 @@ const PLAIN_URL = /^\/[A-Za-z0-9\-._~%/?=&+,;:!$*()]*$/;
  */
 export function apolloHttpHandler<TContext extends object>(server: ApolloServer<TContext>, options: Required<Pick<ExpressMiddlewareOptions<TContext>, 'context'>>) {
   const { context } = options;
-  const unusualUrls = expressMiddleware(server, options);
+  const theIntegration = expressMiddleware(server, options);
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    if (!PLAIN_URL.test(req.url)) {
-      await unusualUrls(req, res, next);
-      return;
-    }
-    if (!('body' in req)) {
-      res.status(500);
-      res.send('`req.body` is not set; this probably means you forgot to set up the `json` middleware before the Apollo Server middleware.');
+    // A body-less request cannot come from this app (its JSON parser runs first); expressMiddleware answers it, as any unusual URL.
+    if (!PLAIN_URL.test(req.url) || !('body' in req)) {
+      await theIntegration(req, res, next);
       return;
     }
     const headers = new HeaderMap();
