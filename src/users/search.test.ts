@@ -305,3 +305,8 @@ test('more matches than the statistics knew: the indexed search gives way to the
   expect(statements.some((sql) => sql.includes('as materialized'))).toBe(true);
   expect(statements.some((sql) => sql.includes('where id in'))).toBe(true);
 });
+
+test('autovacuum visits users after every 1,000 inserted rows, so new users leave no long GIN pending list or unmarked heap pages in front of a search', async () => {
+  const [table] = await h.database.em().execute<{ reloptions: string[] | null }[]>(`select reloptions from pg_class where oid = 'users'::regclass`);
+  expect(table!.reloptions).toEqual(expect.arrayContaining(['autovacuum_vacuum_insert_threshold=1000', 'autovacuum_vacuum_insert_scale_factor=0']));
+});

@@ -14,6 +14,7 @@ import { Migration20261123000400_sso } from './Migration20261123000400_sso.js';
 import { Migration20261124010000_audit_append_function } from './Migration20261124010000_audit_append_function.js';
 import { Migration20261124010100_audit_records_account_through_head } from './Migration20261124010100_audit_records_account_through_head.js';
 import { Migration20261124050000_search_initials } from './Migration20261124050000_search_initials.js';
+import { Migration20261124070000_users_vacuum_after_inserts } from './Migration20261124070000_users_vacuum_after_inserts.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
 export const migrationsList: MigrationObject[] = [
@@ -32,4 +33,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261124010000_audit_append_function', class: Migration20261124010000_audit_append_function },
   { name: 'Migration20261124010100_audit_records_account_through_head', class: Migration20261124010100_audit_records_account_through_head },
   { name: 'Migration20261124050000_search_initials', class: Migration20261124050000_search_initials },
+  { name: 'Migration20261124070000_users_vacuum_after_inserts', class: Migration20261124070000_users_vacuum_after_inserts },
 ];
