@@ -96,8 +96,9 @@ function interpreted(schema: GraphQLSchema, document: DocumentNode): Run {
  * are coerced first by the input bounds, before the run (`compiledCoercion`, graphql-js's where
  * that refuses them), so a bad value fails with graphql-js's own message. A query is handed those coerced values: graphql-jit's
  * re-coercion of a built-in scalar's coerced value leaves it as it is. A mutation is handed the
- * raw ones, which graphql-jit coerces as graphql-js did, once: its inputs hold custom scalars and
- * enums, whose coerced values would not coerce again (an enum's internal value is not its name).
+ * raw ones, which the compiled query coerces again with the same generated code (its run has no way
+ * to take values already coerced): its inputs hold custom scalars and enums, whose coerced values
+ * would not coerce again (an enum's internal value is not its name).
  */
 function compilable(schema: GraphQLSchema, definition: OperationDefinitionNode): boolean {
   return definition.operation === 'mutation' || (definition.operation === 'query'
