@@ -52,6 +52,12 @@ export interface DatabaseOptions {
   listenUrl?: string;
   /** Where embedded PGlite keeps its files; unset (with no URL) means in memory, for tests. */
   dataDir: string | undefined;
+  /**
+   * Embedded in memory only: start from this copy of a data directory (PGlite's `dumpDataDir`)
+   * instead of an empty cluster. The tests start each file from one migrated copy: creating a
+   * cluster (initdb) and migrating it cost far more than loading it.
+   */
+  embeddedImage?: Blob;
   entities: Function[];
   /** Run in every write transaction that recorded changes, before it commits (the features' `commitHooks`). */
   commitHooks?: CommitHook[];
@@ -160,7 +166,7 @@ export function postgresOrmOptions(databaseUrl: string, connection: PostgresConn
       connectionTimeoutMillis: poolTimeoutMs,
       // pg sends it as a startup parameter of each connection: no extra round trip per request.
       ...(statementTimeoutMs ? { statement_timeout: statementTimeoutMs } : {}),
-      // Measured (docs/BENCHMARKS.md, "Follow-up: the write path"): a SET LOCAL per transaction cost ~0.9 ms of CPU per write.
+      // Measured (`git show b6e136f:docs/BENCHMARKS.md`, "Follow-up: the write path"): a SET LOCAL per transaction cost ~0.9 ms of CPU per write.
       ...(lockTimeoutMs && sessionStateSurvives(pooler) ? { lock_timeout: lockTimeoutMs } : {}),
     },
     ...(replicaUrls.length ? { replicas: replicaUrls.map((clientUrl) => ({ clientUrl })), preferReadReplicas: false } : {}),
@@ -182,7 +188,7 @@ export interface EmbeddedConnection {
  * PGlite with pg_trgm, persisted under `dataDir` (in memory without one). Takes the data
  * directory's single-process lock first, so a second process fails fast instead of sharing files.
  */
-export async function openEmbedded(dataDir: string | undefined, access?: DatabaseOptions['embeddedAccess']): Promise<EmbeddedConnection> {
+export async function openEmbedded(dataDir: string | undefined, access?: DatabaseOptions['embeddedAccess'], image?: Blob): Promise<EmbeddedConnection> {
   let releaseLock: () => void = () => {};
   if (dataDir) {
     try {
@@ -193,7 +199,7 @@ export async function openEmbedded(dataDir: string | undefined, access?: Databas
     }
   }
   try {
-    const pglite = await PGlite.create({ dataDir: dataDir ? path.join(dataDir, 'pgdata') : undefined, extensions: { pg_trgm } });
+    const pglite = await PGlite.create({ dataDir: dataDir ? path.join(dataDir, 'pgdata') : undefined, extensions: { pg_trgm }, loadDataDir: dataDir ? undefined : image });
     const socket = dataDir && access === 'serve' ? await serveEmbeddedSocket(pglite, dataDir) : undefined;
     return {
       options: { driver: PgliteDriver, dbName: 'embedded', driverOptions: { pglite: () => pglite } },
@@ -228,7 +234,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   if (options.databaseUrl) {
     orm = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, { ...options, lockTimeoutMs, pooler }) } as Options);
   } else {
-    embedded = await openEmbedded(options.dataDir, options.embeddedAccess);
+    embedded = await openEmbedded(options.dataDir, options.embeddedAccess, options.embeddedImage);
     try {
       orm = await MikroORM.init({ ...base, ...embedded.options } as Options);
     } catch (error) {
