@@ -39,7 +39,7 @@ export interface Server {
 /** A bench-only process answering over IPC: bench/app-server.ts (a composition of createApp) or bench/baseline-server.ts. */
 export async function startServer(script: string, databaseUrl: string, env: Record<string, string> = {}): Promise<Server> {
   const profile = script === 'app-server.js' && !env.BENCH_COUNT_STATEMENTS ? profileFlags() : [];
-  // NODE_ENV=production as deployed (README, configuration): graphql-js, for one, skips its development-mode checks then.
+  // NODE_ENV=production as deployed (docs/operating.md, "Configuration"): graphql-js, for one, skips its development-mode checks then.
   const mode = script === 'app-server.js' ? { NODE_ENV: 'production' } : {};
   const child = fork(here(script), [], { env: { ...process.env, ...mode, ...env, BENCH_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: script === 'app-server.js' ? [...serverNodeFlags, ...profile] : profile });
   const [{ port }] = (await once(child, 'message')) as [{ port: number }];

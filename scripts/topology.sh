@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scale-out topology on one machine, for development and CI (README, "Scaling out"):
+# The scale-out topology on one machine, for development and CI (docs/operating.md, "Scaling out"):
 #
 #   primary   127.0.0.1:5432  the existing PostgreSQL cluster (the suite's server); made able to
 #                             stream: a `replication` pg_hba entry (a reload, never a restart

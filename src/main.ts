@@ -38,7 +38,7 @@ async function main(): Promise<void> {
   if (config.databasePooler === 'pgbouncer-transaction') {
     // Behind a transaction pooler reads carry no timeout of their own: the role's or database's setting is theirs.
     const [row] = await database.em().execute<{ statement_timeout: string }[]>('show statement_timeout');
-    if (row?.statement_timeout === '0') logger.warn('DATABASE_POOLER=pgbouncer-transaction and the server gives reads no statement_timeout: set one for the role (README, "Scaling out")');
+    if (row?.statement_timeout === '0') logger.warn('DATABASE_POOLER=pgbouncer-transaction and the server gives reads no statement_timeout: set one for the role (docs/operating.md, "Scaling out")');
   }
 
   if (database.kind === 'embedded') {

@@ -225,7 +225,7 @@ test('production: validation errors do not suggest schema names when introspecti
   }
 });
 
-// statement_timeout is a PostgreSQL setting; embedded PGlite accepts it but cannot enforce it (README, "Input limits").
+// statement_timeout is a PostgreSQL setting; embedded PGlite accepts it but cannot enforce it (docs/rest-api.md, "Input limits").
 const onPostgreSQL = process.env.DATABASE_URL ? describe : describe.skip;
 
 onPostgreSQL('statement_timeout (PostgreSQL)', () => {

@@ -2,7 +2,7 @@ import { ForbiddenError } from '../errors/domain-errors.js';
 import { actingUserId, canUpdateUser, isReadOnly, scopesOf, type Principal } from './principal.js';
 import type { Scope } from './scopes.js';
 
-/** The scope a token needs to see calendar URLs (README, "Security"). */
+/** The scope a token needs to see calendar URLs (docs/security.md, "Security"). */
 export const CALENDAR_URL_SCOPE: Scope = 'users.write';
 
 /**

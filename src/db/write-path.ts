@@ -8,7 +8,7 @@ import type { EntityManager } from '@mikro-orm/sql';
  * built, registered or compared. Writes that create rows or cascade through features keep
  * entities; every write still runs inside `TransactionRunner.run` (lock timeout, retries).
  *
- * Measured (docs/BENCHMARKS.md, "perf-writes"): loading 100 entities, computing their change sets
+ * Measured (`git show b6e136f:docs/BENCHMARKS.md`, "perf-writes"): loading 100 entities, computing their change sets
  * and batching the flush cost more CPU than the statements themselves.
  */
 export interface WritePath {

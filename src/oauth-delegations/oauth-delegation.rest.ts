@@ -121,7 +121,7 @@ const requestedAtEndParameter: ParameterDescription<string | null> = {
   },
 };
 
-/** How third-party apps' grants are named by the type filters (README, "Sign in and apps"). */
+/** How third-party apps' grants are named by the type filters (docs/security.md, "Sign in and apps"). */
 export const THIRD_PARTY_TYPE_NOTE =
   'A third-party app acting as the user (it asked the user\'s consent) is an `integration` delegation with that user; ' +
   '`delegation_type=integration` lists them, and each is revoked with `DELETE /users/{id}/oauth_delegations/{delegation_id}`.';

@@ -125,7 +125,7 @@ export interface UserRowPage {
 }
 
 /**
- * How a search page is found (README, "Searching users"). The planner estimates (statistics of
+ * How a search page is found (docs/rest-api.md, "Searching users"). The planner estimates (statistics of
  * `search_text`) how many users match and how many the account has. Up to SEARCH_ALWAYS_INDEXED
  * expected matches go to the trigram index. More first get the walk, bounded: the first
  * SEARCH_WALK_BUDGET entries of the name order, in the btree that carries `search_text`, each tested
@@ -147,11 +147,11 @@ export interface UserRowPage {
  * tripled, where "zq" occurs exactly when "zzzqqq" does.
  */
 export const SEARCH_INDEXED_CAP = 10_000;
-/** Entries of the name order a search walks before it asks the planner (0.5-1 ms, docs/BENCHMARKS.md). */
+/** Entries of the name order a search walks before it asks the planner (0.5-1 ms; the runs: `git show b6e136f:docs/BENCHMARKS.md`). */
 export const SEARCH_WALK_BUDGET = 2_000;
 /**
  * Cost of one match on the indexed path, in entries walked (measured at 1M users in one run,
- * docs/BENCHMARKS.md "Round two": an entry walked 1.3 us and a match of a long term 9.3 us on a
+ * `git show b6e136f:docs/BENCHMARKS.md`, "Round two": an entry walked 1.3 us and a match of a long term 9.3 us on a
  * loaded machine, 7x; a term of one or two characters ~10 us against 0.27 us, whose index recheck
  * runs the character tripling on each row).
  */
@@ -211,7 +211,7 @@ export function firstMatchAt(term: string, bounds: readonly string[]): number | 
  * Whether the bounded walk first skips the initials under which no user matches
  * (skipToFirstMatchingInitial). It can pass only the initials before the one under which the first
  * match lies, and asking the initials index about that one builds a bitmap of every candidate under
- * it (2-4 ms for the 7,800 users named "Ada Lovelace" at 1,000,000 users, docs/BENCHMARKS.md). So not
+ * it (2-4 ms for the 7,800 users named "Ada Lovelace" at 1,000,000 users, `git show b6e136f:docs/BENCHMARKS.md`). So not
  * when the statistics put the first match under the initial the page starts with (the cursor's, or
  * the first histogram bound's), where there is nothing to pass; otherwise, and without statistics,
  * yes. A guess either way costs time, never exactness.

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Indexes for user search (README, "Searching users"). Name and email are searched as one string,
+ * Indexes for user search (docs/rest-api.md, "Searching users"). Name and email are searched as one string,
  * `lower(name || chr(1) || email)`: one trigram index instead of two, so one bitmap serves a term,
  * and the separator (a control character no term may contain) keeps a match from spanning both.
  * Terms of one or two characters hold no trigram; the second index stores the same string with

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * The name order made cheap to walk for a search (README, "Searching users"). `search_text` is
+ * The name order made cheap to walk for a search (docs/rest-api.md, "Searching users"). `search_text` is
  * the string the trigram indexes already index, `lower(name || chr(1) || email)`, stored once per
  * row: the btree of the name order carries it, so a walk tests each user with a LIKE on that index
  * entry and never reads the table row, and ANALYZE keeps statistics on it, from which the planner

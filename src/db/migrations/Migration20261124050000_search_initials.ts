@@ -1,8 +1,8 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Where in the name order a term's matches begin, without reading the users before them (README,
- * "Searching users"). Each live user is indexed under keys "initial of the name, chr(1), a
+ * Where in the name order a term's matches begin, without reading the users before them
+ * (docs/rest-api.md, "Searching users"). Each live user is indexed under keys "initial of the name, chr(1), a
  * three-character substring of `search_text`", one per substring. A user whose search text holds a
  * term holds every three-character substring of it, so when the index has not all of a term's keys
  * for an initial, no user with that initial matches; that costs one look-up per key, however many
