@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
-import { PASSWORD, api, browse, newMember, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
+import { CookieJar, PASSWORD, api, browse, newMember, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
 import { AccountsService } from '../accounts/accounts.service.js';
 import { Account } from '../accounts/account.entity.js';
 import { User } from '../users/user.entity.js';
 import { configureSsoCommand, disableSsoCommand, showSsoCommand } from '../cli/commands/sso.commands.js';
+import { formOf } from '../../test/support/oauth-server.js';
 import { APP_REDIRECT, chooseProvider, configureSso, openSignIn, passIdentityProvider, startForgingIdentityProvider, startOidcIdentityProvider } from '../../test/support/sso.js';
 
 const fixture = useOAuthServers(1);
@@ -61,6 +62,34 @@ describe('OIDC sign-in through the company identity provider', () => {
     // Revocation refuses the token at once, as for any delegation.
     expect((await api(fixture.instances[0]!, 'DELETE', `/oauth_delegations?user_id=${member.userId}&type=mobile`, `Token token=${member.ownerKey}`)).status).toBe(200);
     expect((await api(fixture.instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`)).status).toBe(401);
+  });
+
+  test('a provider link begun in one browser and finished in another signs nobody in (the attacker resuming gets no code)', async () => {
+    const victim = await ssoAccount();
+    // The attacker begins a sign-in for the victim's email and stops before the provider.
+    const attacker = await openSignIn(fixture.database, fixture.serverSecret, base(), victim.accountId);
+    const setCookies: string[] = [];
+    const providerLink = await browse(attacker.jar, new URL(formOf(attacker.page.html).action, base()), idp.issuer, { method: 'POST', form: { csrf: formOf(attacker.page.html).csrf, email: victim.email } }, setCookies);
+    if (providerLink.kind !== 'callback') throw new Error('the attacker was not sent to the provider');
+    const binding = setCookies.find((header) => header.startsWith('sso_browser='));
+    expect(binding).toMatch(/HttpOnly/i);
+    expect(binding).toMatch(/SameSite=Lax/i);
+    // The victim opens the link and signs in at the provider; their browser comes back to us.
+    const victimJar = new CookieJar();
+    const atIdp = await browse(victimJar, providerLink.url, callbackPrefix());
+    const back = await passIdentityProvider(victimJar, atIdp, victim.email, callbackPrefix());
+    if (back.kind !== 'callback') throw new Error('the provider did not send the victim back');
+    const victimSees = await browse(victimJar, back.url, APP_REDIRECT);
+    expect(victimSees).toMatchObject({ kind: 'page', status: 403 });
+    if (victimSees.kind === 'page') expect(victimSees.html).toContain('Sign-in refused');
+    // The attacker resumes the sign-in, or replays the victim's callback in their own browser: no code.
+    const uid = attacker.page.url.pathname.split('/').pop()!;
+    const resumed = await browse(attacker.jar, new URL(`/oauth/authorize/${uid}`, base()), APP_REDIRECT);
+    expect(resumed.kind).toBe('page');
+    const replayed = await browse(attacker.jar, back.url, APP_REDIRECT);
+    expect(replayed.kind).toBe('page');
+    const delegations = await api(fixture.instances[0]!, 'GET', `/users/${victim.userId}/oauth_delegations`, `Token token=${victim.ownerKey}`);
+    expect(delegations.body.oauth_delegations).toHaveLength(0);
   });
 
   test('a replayed callback is refused with a page that says so', async () => {
