@@ -45,7 +45,7 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
           payload.uid ? digestSecret(payload.uid) : null,
           payload.userCode ? digestSecret(payload.userCode) : null,
           expiresAt,
-          // Not secret: lets "sign this user out everywhere" find the user's sessions (user-sign-ins.ts).
+          // Not secret: lets "sign this user out everywhere" find the user's sessions (`endUserAccess`, src/oauth-delegations/user-access.ts).
           signedInUserOf(payload),
         ],
       );
