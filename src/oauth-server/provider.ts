@@ -139,6 +139,10 @@ export async function createProvider(options: { database: Database; serverSecret
     // Refresh tokens for every sign-in app, not only for offline_access; rotated on every use.
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     rotateRefreshToken: true,
+    // A token lives as long as its grant (its delegation), not as long as the browser's sign-in
+    // session: ending the sessions (signing out of the mobile app) leaves the web app's delegation
+    // working; revoking a delegation is what ends its tokens.
+    expiresWithSession: async () => false,
     ttl: {
       AccessToken: lifetimes.accessToken,
       AuthorizationCode: lifetimes.authorizationCode,
