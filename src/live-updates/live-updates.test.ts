@@ -194,9 +194,11 @@ describe('handshake and authorization', () => {
     const user = await a.createUser(account);
     const { token } = await a.database.transactions.run(a.database.em(), (tx) => new ProvisioningTokensService(tx).create(account.id));
     const client = await LiveTestClient.open(a.httpServer, `Bearer ${token}`);
-    client.subscribe('1', USER_CHANGED, { id: user.id });
+    const acked = await Promise.race([client.waitFor((message) => message.type === 'connection_ack').then(() => true, () => false), client.closed.then(() => false)]);
+    if (acked) client.subscribe('1', USER_CHANGED, { id: user.id });
     expect((await client.closed).code).toBe(4403);
     expect(client.messages).toEqual([]);
+    expect((await a.rest('get', `/users/${user.id}`, { key: { bearer: token } })).status).toBe(401);
   });
 
   test('a token without users.read gets FORBIDDEN for userChanged, naming the scope; queries are refused over the socket', async () => {

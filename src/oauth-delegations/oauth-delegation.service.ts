@@ -389,6 +389,26 @@ export async function revokeGrantDelegation(em: EntityManager, grantId: string, 
   return rows.length;
 }
 
+/**
+ * One token of a grant was revoked by its app (RFC 7009): the delegation stays, but the change ends
+ * access, so connections that presented the token are re-checked on every instance.
+ */
+export async function recordTokenRevoked(em: EntityManager, grantId: string): Promise<void> {
+  const [row] = await em.execute<{ id: string; account_id: string; user_id: string | null; client_id: string }[]>(
+    'select id, account_id, user_id, client_id from oauth_delegations where grant_id = ?',
+    [grantId],
+  );
+  if (!row) return;
+  recordChange(em, {
+    accountId: row.account_id,
+    action: 'revoke_token',
+    resource: { type: 'oauth_delegation', id: row.id },
+    ...(row.user_id ? { userId: row.user_id } : {}),
+    fields: [{ name: 'client_id', value: row.client_id }],
+    revokesAccess: true,
+  });
+}
+
 /** An app was deleted: every delegation it held, for every user and for its account, is revoked. */
 export async function revokeClientDelegations(em: EntityManager, clientId: string, principal: Principal | undefined, at: Date = new Date()): Promise<number> {
   const rows = await em.execute<{ id: string; account_id: string; user_id: string | null }[]>(
