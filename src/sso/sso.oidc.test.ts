@@ -71,23 +71,24 @@ describe('OIDC sign-in through the company identity provider', () => {
     const setCookies: string[] = [];
     const providerLink = await browse(attacker.jar, new URL(formOf(attacker.page.html).action, base()), idp.issuer, { method: 'POST', form: { csrf: formOf(attacker.page.html).csrf, email: victim.email } }, setCookies);
     if (providerLink.kind !== 'callback') throw new Error('the attacker was not sent to the provider');
-    const binding = setCookies.find((header) => header.startsWith('sso_browser='));
-    expect(binding).toMatch(/HttpOnly/i);
-    expect(binding).toMatch(/SameSite=Lax/i);
     // The victim opens the link and signs in at the provider; their browser comes back to us.
     const victimJar = new CookieJar();
     const atIdp = await browse(victimJar, providerLink.url, callbackPrefix());
     const back = await passIdentityProvider(victimJar, atIdp, victim.email, callbackPrefix());
     if (back.kind !== 'callback') throw new Error('the provider did not send the victim back');
     const victimSees = await browse(victimJar, back.url, APP_REDIRECT);
-    expect(victimSees).toMatchObject({ kind: 'page', status: 403 });
-    if (victimSees.kind === 'page') expect(victimSees.html).toContain('Sign-in refused');
     // The attacker resumes the sign-in, or replays the victim's callback in their own browser: no code.
     const uid = attacker.page.url.pathname.split('/').pop()!;
     const resumed = await browse(attacker.jar, new URL(`/oauth/authorize/${uid}`, base()), APP_REDIRECT);
     expect(resumed.kind).toBe('page');
     const replayed = await browse(attacker.jar, back.url, APP_REDIRECT);
     expect(replayed.kind).toBe('page');
+    // The victim was told the sign-in was refused; the binding cookie is HttpOnly and SameSite=Lax.
+    expect(victimSees).toMatchObject({ kind: 'page', status: 403 });
+    if (victimSees.kind === 'page') expect(victimSees.html).toContain('Sign-in refused');
+    const binding = setCookies.find((header) => header.startsWith('sso_browser='));
+    expect(binding).toMatch(/HttpOnly/i);
+    expect(binding).toMatch(/SameSite=Lax/i);
     const delegations = await api(fixture.instances[0]!, 'GET', `/users/${victim.userId}/oauth_delegations`, `Token token=${victim.ownerKey}`);
     expect(delegations.body.oauth_delegations).toHaveLength(0);
   });

@@ -73,11 +73,11 @@ describe('SAML 2.0 sign-in through the company identity provider', () => {
     // The victim signs in at the provider, whose page posts the answer from the victim's browser.
     const victimJar = new CookieJar();
     const victimSees = await browse(victimJar, new URL(`${base()}/sso/saml/acs`), APP_REDIRECT, { method: 'POST', form: { SAMLResponse: attacker.answer(), RelayState: attacker.request.relayState } });
-    expect(victimSees).toMatchObject({ kind: 'page', status: 403 });
-    if (victimSees.kind === 'page') expect(victimSees.html).toContain('Sign-in refused');
     // The attacker resumes, or comes for the answer in their own browser: no code.
     const uid = attacker.page.url.pathname.split('/').pop()!;
     expect((await browse(attacker.jar, new URL(`/oauth/authorize/${uid}`, base()), APP_REDIRECT)).kind).toBe('page');
+    expect(victimSees).toMatchObject({ kind: 'page', status: 403 });
+    if (victimSees.kind === 'page') expect(victimSees.html).toContain('Sign-in refused');
     expect((await browse(attacker.jar, new URL(`/sso/saml/continue?RelayState=${encodeURIComponent(attacker.request.relayState)}`, base()), APP_REDIRECT)).kind).toBe('page');
     await expectRefused(await attacker.post(attacker.answer()), 400);
     const delegations = await api(fixture.instances[0]!, 'GET', `/users/${victim.userId}/oauth_delegations`, `Token token=${victim.ownerKey}`);
