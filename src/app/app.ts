@@ -227,14 +227,15 @@ export async function createApp(options: AppOptions): Promise<App> {
   const requestContext = async (req: Request, res: Response, next: NextFunction) => {
     try {
       const em = database.em();
-      const authentication = scimFaceRoutes.screen(req.path, await authenticate(em, req.get('authorization'), runtime.credentialResolvers));
+      const face = isScimPath(req.path) ? 'scim' : req.path === '/graphql' ? 'graphql' : 'rest';
+      const authentication = await authenticate(em, req.get('authorization'), runtime.credentialResolvers, face);
       // Authentication above read the primary; presenting reads after it may use a replica.
       database.readRouting?.attach(em, authentication.status === 'authenticated' ? authentication.principal.credentialId : undefined);
       const requestId = res.locals.requestId as string;
       // Derived from the socket and forwarding headers on each read: read once.
       const clientAddress = req.ip;
       const transactions = database.transactions.observedBy(transactionLog(logger, requestId)).onBehalfOf({
-        face: req.path === '/graphql' ? 'graphql' : isScimPath(req.path) ? 'scim' : 'rest',
+        face,
         principal: authentication.status === 'authenticated' ? authentication.principal : undefined,
         requestId,
         remoteAddress: clientAddress,

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { AuthenticationError } from '../errors/domain-errors.js';
 import { credentialTail, parseAuthorizationHeader } from './credentials.js';
-import type { Principal } from './principal.js';
+import type { Face, Principal } from './principal.js';
 
 /**
  * A feature that issues credentials (API keys, OAuth delegations) resolves its own by digest;
@@ -21,13 +21,18 @@ export interface CredentialResolver {
 export type Authentication =
   | { status: 'anonymous' }
   | { status: 'authenticated'; principal: Principal }
-  | { status: 'rejected'; error: AuthenticationError };
+  | { status: 'rejected'; error: AuthenticationError; wrongFace?: true };
 
-/** Read from the database on every request: a revoked key or token is refused at once, everywhere. */
+/**
+ * Read from the database on every request: a revoked key or token is refused at once, everywhere.
+ * `face` is where it was presented: a credential confined to another face is refused like an
+ * unknown one, so no transport (a new one included) can accept it by forgetting a check.
+ */
 export async function authenticate(
   em: EntityManager,
   authorizationHeader: string | undefined,
   resolvers: readonly CredentialResolver[],
+  face: Face,
 ): Promise<Authentication> {
   const presented = parseAuthorizationHeader(authorizationHeader);
   if (!presented) return { status: 'anonymous' };
@@ -41,7 +46,11 @@ export async function authenticate(
       if (resolver.scheme !== presented.scheme || (resolver.prefix !== undefined) !== prefixed) continue;
       if (prefixed && !secret.startsWith(resolver.prefix!)) continue;
       const principal = await resolver.resolve(em, presented.digest, new Date());
-      if (principal) return { status: 'authenticated', principal: { ...principal, credentialTail: credentialTail(presented.secret) } };
+      if (!principal) continue;
+      if (principal.confinedTo !== undefined && principal.confinedTo !== face) {
+        return { status: 'rejected', error: new AuthenticationError(`This credential is valid only on the ${principal.confinedTo} face.`), wrongFace: true };
+      }
+      return { status: 'authenticated', principal: { ...principal, credentialTail: credentialTail(presented.secret) } };
     }
   }
   return { status: 'rejected', error: new AuthenticationError('The credential is unknown, revoked or expired.') };

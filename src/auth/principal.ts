@@ -1,8 +1,16 @@
 import { READ_ONLY_ROLES, USER_MANAGER_ROLES, type UserRole } from './roles.js';
 import type { Scope } from './scopes.js';
 
+/** Where a credential was presented: the HTTP faces, and the WebSocket of live updates. */
+export type Face = 'rest' | 'graphql' | 'scim' | 'websocket';
+
 interface PrincipalBase {
   accountId: string;
+  /**
+   * The one face this credential is valid on, when it is confined to one (a provisioning token:
+   * SCIM). `authenticate` refuses it on every other face, whatever transport asks.
+   */
+  confinedTo?: Face;
   /** The key or delegation presented; for audit trails. */
   credentialId: string;
   /** The last 4 characters of the presented key or token (audit records' `truncated_token`); never more of it. */

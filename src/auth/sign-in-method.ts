@@ -32,8 +32,11 @@ export interface InteractionFinisher {
 export interface SignInMethod {
   name: string;
   offerFor(accountId: string): Promise<SignInOffer | undefined>;
-  /** Starts the round trip bound to the interaction; returns the URL to send the browser to. */
-  begin(request: { interactionUid: string; accountId: string; loginHint: string }): Promise<string>;
+  /**
+   * Starts the round trip bound to the interaction and to the browser that asked (the method sets
+   * its own cookie on `res`); returns the URL to send the browser to.
+   */
+  begin(request: { interactionUid: string; accountId: string; loginHint: string }, res: Response): Promise<string>;
   /** The routes the provider sends the browser back to. */
   returnRoutes(router: Router, finisher: InteractionFinisher): void;
 }

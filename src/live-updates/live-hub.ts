@@ -276,7 +276,7 @@ export class LiveHub {
     }
     connection.recheck = (async () => {
       try {
-        const authentication = await authenticate(this.database.em(), connection.authorization, this.resolvers);
+        const authentication = await authenticate(this.database.em(), connection.authorization, this.resolvers, 'websocket');
         if (authentication.status !== 'authenticated') return await connection.revoke(revocationReason(change, expiring));
         if (!sameGrants(connection.principal, authentication.principal)) return await connection.revoke('access_changed');
         connection.principal = authentication.principal;

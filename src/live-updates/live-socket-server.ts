@@ -32,6 +32,7 @@ export const DEFAULT_LIVE_LIMITS: LiveUpdateLimits = {
 
 /** Close codes of the graphql-ws protocol family this server uses (besides 1001 going away and 4403 access revoked). */
 const CLOSE_UNAUTHORIZED = 4401;
+const CLOSE_FORBIDDEN = 4403;
 const CLOSE_TOO_MANY = 4429;
 const CLOSE_INTERNAL = 4500;
 /** A `connection_init` must arrive within this long after the upgrade. */
@@ -198,7 +199,12 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
     async onConnect(ctx) {
       const { socket } = ctx.extra;
       const authorization = authorizationOf(ctx.connectionParams);
-      const authentication = await authenticate(database.em(), authorization, runtime.credentialResolvers);
+      const authentication = await authenticate(database.em(), authorization, runtime.credentialResolvers, 'websocket');
+      if (authentication.status === 'rejected' && authentication.wrongFace) {
+        // A valid credential of another face (a provisioning token): forbidden here, not unknown.
+        socket.close(CLOSE_FORBIDDEN, 'Forbidden: this credential is not valid on this face');
+        return false;
+      }
       if (authentication.status !== 'authenticated') {
         // As over HTTP, a request without a valid credential draws on its client address's budget (guessing tokens costs the same here).
         await consume(`address:${ctx.extra.request.socket.remoteAddress}`);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { App } from '../app/app.js';
 import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
+import { ProvisioningTokensService } from '../scim/provisioning-tokens.service.js';
 import { metricsRegistry } from '../observability/metrics.js';
 import type { Harness } from '../../test/support/harness.js';
 import { authorizationOf, LiveTestClient, sleep } from '../../test/support/live-client.js';
@@ -186,6 +187,18 @@ describe('handshake and authorization', () => {
     const malformed = await LiveTestClient.open(a.httpServer, 'Basic xyz');
     expect((await malformed.closed).code).toBe(4401);
     expect(anonymous.messages.concat(bad.messages, malformed.messages).some((message) => message.type === 'connection_ack')).toBe(false);
+  });
+
+  test('a provisioning token is refused on the socket (4403) and is delivered nothing, as on HTTP outside /scim/v2', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account);
+    const { token } = await a.database.transactions.run(a.database.em(), (tx) => new ProvisioningTokensService(tx).create(account.id));
+    const client = await LiveTestClient.open(a.httpServer, `Bearer ${token}`);
+    const acked = await Promise.race([client.waitFor((message) => message.type === 'connection_ack').then(() => true, () => false), client.closed.then(() => false)]);
+    if (acked) client.subscribe('1', USER_CHANGED, { id: user.id });
+    expect((await client.closed).code).toBe(4403);
+    expect(client.messages).toEqual([]);
+    expect((await a.rest('get', `/users/${user.id}`, { key: { bearer: token } })).status).toBe(401);
   });
 
   test('a token without users.read gets FORBIDDEN for userChanged, naming the scope; queries are refused over the socket', async () => {

@@ -10,16 +10,15 @@ import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { recordChange } from '../db/change-journal.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
-import { delegationsRevoked } from '../observability/metrics.js';
 import type { DeletedUser, SuspendedUser } from '../users/user-lifecycle.js';
 import { lockLiveUser } from '../users/user-locks.js';
+import { endUserAccess, revokeIssued, type EndedAccess } from './user-access.js';
 import {
   DELEGATION_TYPES,
   OAuthDelegation,
   isDelegationType,
   type DelegationStatus,
   type DelegationType,
-  type RevocationReason,
 } from './oauth-delegation.entity.js';
 
 /** `DELETE /oauth_delegations` signs users out of these apps; integrations are revoked elsewhere. */
@@ -99,48 +98,6 @@ async function isLiveUser(em: EntityManager, accountId: string, userId: string):
   return row !== undefined;
 }
 
-/**
- * Revokes, in one conditional UPDATE, every issued delegation of the user matching `types`.
- * `status = 'issued'` in the condition makes concurrent revocations revoke each row exactly once:
- * the first writer sets revoked_at and the revoking principal; the others find nothing left to do.
- */
-async function revokeIssued(
-  em: EntityManager,
-  scope: { accountId: string; userId: string; types?: readonly DelegationType[]; ids?: readonly string[]; exceptId?: string },
-  by: { principal?: Principal; at: Date; reason: RevocationReason },
-): Promise<number> {
-  if (scope.ids?.length === 0) return 0;
-  const types = scope.types ? [...scope.types] : undefined;
-  const conditions = ['account_id = ?', 'user_id = ?', "status = 'issued'"];
-  const params: unknown[] = [scope.accountId, scope.userId];
-  const where = (condition: string, ...values: unknown[]) => {
-    conditions.push(condition);
-    params.push(...values);
-  };
-  if (types) where(`delegation_type in (${types.map(() => '?').join(', ')})`, ...types);
-  if (scope.ids) where(`id in (${scope.ids.map(() => '?').join(', ')})`, ...scope.ids);
-  if (scope.exceptId) where('id <> ?', scope.exceptId);
-  const rows = await em.execute<{ id: string }[]>(
-    `update oauth_delegations set status = 'revoked', revoked_at = ?, revoked_by_kind = ?, revoked_by_credential_id = ?, revocation_reason = ?
-      where ${conditions.join(' and ')}
-      returning id`,
-    [by.at, by.principal?.kind ?? null, by.principal?.credentialId ?? null, by.reason, ...params],
-  );
-  if (rows.length === 0) return 0;
-  delegationsRevoked.inc({ reason: by.reason }, rows.length);
-  // One record per user, naming every delegation this revocation ended.
-  recordChange(em, {
-    accountId: scope.accountId,
-    action: 'revoke',
-    resource: { type: 'user', id: scope.userId },
-    userId: scope.userId,
-    fields: [{ name: 'revocation_reason', value: by.reason }, ...(types ? [{ name: 'delegation_type', value: types.join(',') }] : [])],
-    references: rows.map((row) => ({ type: 'oauth_delegation', id: row.id })),
-    revokesAccess: true,
-  });
-  return rows.length;
-}
-
 /** Domain logic of OAuth delegations for one caller; knows nothing of HTTP or GraphQL. */
 export class OAuthDelegationsService {
   constructor(
@@ -169,11 +126,9 @@ export class OAuthDelegationsService {
       if (!(await lockLiveUser(em, this.principal.accountId, userId))) {
         throw new InvalidInputError(`user ${userId} is not a user of this account`);
       }
-      return revokeIssued(
-        em,
-        { accountId: this.principal.accountId, userId, types: [...new Set(types)] },
-        { principal: this.principal, at: new Date(), reason: 'sign_out' },
-      );
+      // Signing out of the product's apps signs the user's browsers out too: no silent new code.
+      const ended = await endUserAccess(em, { accountId: this.principal.accountId, userId }, { principal: this.principal, reason: 'sign_out' }, { types: [...new Set(types)] });
+      return ended.delegations;
     }, 'oauthDelegations.revoke');
   }
 
@@ -188,7 +143,10 @@ export class OAuthDelegationsService {
       if (!(await lockLiveUser(em, this.principal.accountId, userId))) throw new NotFoundError('user');
       const delegation = isUuid(id) ? await em.findOne(OAuthDelegation, { id, account: this.principal.accountId, userId }) : null;
       if (!delegation) throw new NotFoundError('OAuth delegation');
-      await revokeIssued(em, { accountId: this.principal.accountId, userId, ids: [id] }, { principal: this.principal, at: new Date(), reason: 'sign_out' });
+      const by = { principal: this.principal, reason: 'sign_out' as const };
+      // A first-party app's delegation is the user's session in the product: its end signs the browsers out too.
+      if (delegation.status === 'issued' && REVOCABLE_TYPES.includes(delegation.delegationType)) await endUserAccess(em, { accountId: this.principal.accountId, userId }, by, { ids: [id] });
+      else await revokeIssued(em, { accountId: this.principal.accountId, userId, ids: [id] }, { ...by, at: new Date() });
       return em.refresh(delegation) as Promise<OAuthDelegation>;
     }, 'oauthDelegations.revokeOne');
   }
@@ -278,28 +236,14 @@ function newestFirst(a: OAuthDelegation, b: OAuthDelegation): number {
   return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 }
 
-/**
- * Every issued delegation of a user, of every type (first-party sessions, third-party grants,
- * operator-issued tokens), except `keepDelegationId` (the credential making the change, when it is
- * one): their access and refresh tokens are refused from the next request on. Runs in the caller's
- * transaction, which holds the user's row lock (the lock order of every write about a user).
- */
-export function revokeUserDelegations(
-  em: EntityManager,
-  user: { accountId: string; userId: string },
-  by: { principal?: Principal; reason: RevocationReason; keepDelegationId?: string; at?: Date },
-): Promise<number> {
-  return revokeIssued(em, { ...user, exceptId: by.keepDelegationId }, { principal: by.principal, at: by.at ?? new Date(), reason: by.reason });
+/** The users feature's deletion hook: the deleted user's sessions and delegations end in the deleting transaction. */
+export function endDeletedUsersAccess(em: EntityManager, user: DeletedUser, principal: Principal): Promise<EndedAccess> {
+  return endUserAccess(em, { accountId: user.accountId, userId: user.id }, { principal, at: user.deletedAt, reason: 'user_deleted' });
 }
 
-/** The users feature's deletion hook: every delegation of the deleted user, in the deleting transaction. */
-export function revokeDeletedUsersDelegations(em: EntityManager, user: DeletedUser, principal: Principal): Promise<number> {
-  return revokeIssued(em, { accountId: user.accountId, userId: user.id }, { principal, at: user.deletedAt, reason: 'user_deleted' });
-}
-
-/** In the suspending transaction: every delegation of the user (their OAuth grants' tokens with them) stops working at the commit. */
-export function revokeSuspendedUsersDelegations(em: EntityManager, user: SuspendedUser, principal: Principal): Promise<number> {
-  return revokeIssued(em, { accountId: user.accountId, userId: user.id }, { principal, at: user.suspendedAt, reason: 'user_suspended' });
+/** In the suspending transaction: the user's sessions and delegations (their OAuth grants' tokens with them) end at the commit. */
+export function endSuspendedUsersAccess(em: EntityManager, user: SuspendedUser, principal: Principal): Promise<EndedAccess> {
+  return endUserAccess(em, { accountId: user.accountId, userId: user.id }, { principal, at: user.suspendedAt, reason: 'user_suspended' });
 }
 
 /** Space-separated scopes, each one of ISSUABLE_SCOPES; duplicates collapse, order is kept. */
@@ -443,6 +387,26 @@ export async function revokeGrantDelegation(em: EntityManager, grantId: string, 
     });
   }
   return rows.length;
+}
+
+/**
+ * One token of a grant was revoked by its app (RFC 7009): the delegation stays, but the change ends
+ * access, so connections that presented the token are re-checked on every instance.
+ */
+export async function recordTokenRevoked(em: EntityManager, grantId: string): Promise<void> {
+  const [row] = await em.execute<{ id: string; account_id: string; user_id: string | null; client_id: string }[]>(
+    'select id, account_id, user_id, client_id from oauth_delegations where grant_id = ?',
+    [grantId],
+  );
+  if (!row) return;
+  recordChange(em, {
+    accountId: row.account_id,
+    action: 'revoke_token',
+    resource: { type: 'oauth_delegation', id: row.id },
+    ...(row.user_id ? { userId: row.user_id } : {}),
+    fields: [{ name: 'client_id', value: row.client_id }],
+    revokesAccess: true,
+  });
 }
 
 /** An app was deleted: every delegation it held, for every user and for its account, is revoked. */

@@ -3,7 +3,7 @@ import { bearerCredentials } from './oauth-delegation.credentials.js';
 import { OAuthDelegation } from './oauth-delegation.entity.js';
 import { OAuthDelegationResolver, UserOAuthDelegationsResolver } from './oauth-delegation.resolver.js';
 import { oauthDelegationRoutes, oauthDelegationSchemas } from './oauth-delegation.rest.js';
-import { revokeDeletedUsersDelegations, revokeSuspendedUsersDelegations } from './oauth-delegation.service.js';
+import { endDeletedUsersAccess, endSuspendedUsersAccess } from './oauth-delegation.service.js';
 
 export const oauthDelegationsFeature: Feature = {
   name: 'oauth-delegations',
@@ -13,9 +13,9 @@ export const oauthDelegationsFeature: Feature = {
   schemas: oauthDelegationSchemas,
   credentialResolvers: [bearerCredentials],
   onUserDeleted: async (em, user, principal) => {
-    await revokeDeletedUsersDelegations(em, user, principal);
+    await endDeletedUsersAccess(em, user, principal);
   },
   onUserSuspended: async (em, user, principal) => {
-    await revokeSuspendedUsersDelegations(em, user, principal);
+    await endSuspendedUsersAccess(em, user, principal);
   },
 };

@@ -4,7 +4,7 @@ import { digestSecret } from '../auth/secrets.js';
 import type { Database } from '../db/database.js';
 import type { Sealer } from './sealing.js';
 import { clientMetadataFor } from './apps.service.js';
-import { revokeGrantDelegation } from '../oauth-delegations/oauth-delegation.service.js';
+import { recordTokenRevoked, revokeGrantDelegation } from '../oauth-delegations/oauth-delegation.service.js';
 
 interface RecordRow {
   payload: string;
@@ -45,7 +45,7 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
           payload.uid ? digestSecret(payload.uid) : null,
           payload.userCode ? digestSecret(payload.userCode) : null,
           expiresAt,
-          // Not secret: lets "sign this user out everywhere" find the user's sessions (user-sign-ins.ts).
+          // Not secret: lets "sign this user out everywhere" find the user's sessions (`endUserAccess`, src/oauth-delegations/user-access.ts).
           signedInUserOf(payload),
         ],
       );
@@ -75,6 +75,15 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
     }
 
     async destroy(id: string): Promise<void> {
+      if (this.model === 'AccessToken' || this.model === 'ClientCredentials') {
+        // Only a revocation (RFC 7009) destroys a token: a change that ends access, so the sockets
+        // that presented it are re-checked (and closed) on every instance at the commit.
+        await database.transactions.onBehalfOf({ face: 'oauth', description: 'OAuth token revoked by its app' }).run(database.em(), async (tx) => {
+          const [row] = await tx.execute<{ grant_id: string | null }[]>('delete from oauth_server_records where model = ? and key_digest = ? returning grant_id', [this.model, digestSecret(id)]);
+          if (row?.grant_id) await recordTokenRevoked(tx, row.grant_id);
+        }, 'oauthServer.revokeToken');
+        return;
+      }
       if (this.model !== 'Grant') {
         await database.em().execute('delete from oauth_server_records where model = ? and key_digest = ?', [this.model, digestSecret(id)]);
         return;

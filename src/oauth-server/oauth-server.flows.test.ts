@@ -1,5 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
+import { LiveTestClient, sleep } from '../../test/support/live-client.js';
 import { CookieJar, PASSWORD, api, browse, discover, formOf, newMember, registerApp, signIn, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
 
 const fixture = useOAuthServers();
@@ -87,6 +88,25 @@ describe('mobile sign-in (authorization code + PKCE, public client)', () => {
     await expect(client.refreshTokenGrant(mobile.config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
     const webRefreshed = await client.refreshTokenGrant(web.config, webSession.tokens.refresh_token!);
     expect((await api(fixture.instances[1]!, 'GET', '/users/me', `Bearer ${webRefreshed.access_token}`)).status).toBe(200);
+  });
+});
+
+describe('revocation (RFC 7009) reaches open sockets', () => {
+  test('POST /oauth/revoke on one instance: the token\'s socket on the other gets viewerAccessRevoked and closes 4403 within a second', async () => {
+    const m = await member();
+    const mobile = await mobileApp(m.accountId);
+    const { tokens } = await signIn({ config: mobile.config, baseUrl: fixture.instances[0]!.url, redirectUri: MOBILE_REDIRECT, scope: 'openid users.read', email: m.email, password: PASSWORD });
+    const socket = await LiveTestClient.connect(fixture.instances[1]!.liveServer, `Bearer ${tokens.access_token}`);
+    socket.subscribe('revoked', 'subscription { viewerAccessRevoked { reason } }');
+    await sleep(100);
+    const revokedAt = Date.now();
+    await client.tokenRevocation(mobile.config, tokens.access_token, { token_type_hint: 'access_token' });
+    const event = await socket.waitFor((message) => message.id === 'revoked' && message.type === 'next');
+    expect(event.payload.data.viewerAccessRevoked.reason).toBe('CREDENTIAL_REVOKED');
+    const closed = await socket.closed;
+    expect(closed.code).toBe(4403);
+    expect(closed.at - revokedAt).toBeLessThan(1_000);
+    expect((await api(fixture.instances[1]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`)).status).toBe(401);
   });
 });
 

@@ -7,7 +7,7 @@ import { recordChange } from '../db/change-journal.js';
 import { ForbiddenError, InvalidInputError, NotFoundError, RateLimitedError } from '../errors/domain-errors.js';
 import { lockLiveUser } from '../users/user-locks.js';
 import { beginSignInAttempt, type SignInLimits } from './sign-in-limiter.js';
-import { revokeUserSessionsAndGrants } from './user-sign-ins.js';
+import { endUserAccess } from '../oauth-delegations/user-access.js';
 
 /** OWASP's argon2id baseline: 19 MiB, 2 passes, 1 lane. */
 const ARGON2_OPTIONS = { algorithm: Algorithm.Argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
@@ -66,7 +66,7 @@ export async function setPassword(em: EntityManager, transactions: TransactionRu
       [userId, stored],
     );
     recordChange(tx, { accountId: user.account_id, action: 'set_password', resource: { type: 'user', id: userId }, userId, fields: [{ name: 'password' }] });
-    await revokeUserSessionsAndGrants(tx, { accountId: user.account_id, userId }, { reason: 'password_changed' });
+    await endUserAccess(tx, { accountId: user.account_id, userId }, { reason: 'password_changed' });
   }, 'passwords.set');
 }
 
@@ -111,11 +111,7 @@ export async function changeOwnPassword(change: PasswordChange): Promise<void> {
     if (!(await lockLiveUser(tx, principal.accountId, principal.userId))) throw new NotFoundError('user');
     await tx.execute('update user_passwords set password_hash = ?, updated_at = now() where user_id = ?', [stored, principal.userId], 'run');
     recordChange(tx, { accountId: principal.accountId, action: 'change_password', resource: { type: 'user', id: principal.userId }, userId: principal.userId, fields: [{ name: 'password' }] });
-    await revokeUserSessionsAndGrants(tx, principal, {
-      principal,
-      reason: 'password_changed',
-      keepDelegationId: principal.kind === 'oauth' ? principal.credentialId : undefined,
-    });
+    await endUserAccess(tx, principal, { principal, reason: 'password_changed' }, { keepDelegationId: principal.kind === 'oauth' ? principal.credentialId : undefined });
   }, 'passwords.change');
 }
 

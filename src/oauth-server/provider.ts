@@ -1,4 +1,4 @@
-import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import Provider, { errors, interactionPolicy, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { deriveKey } from '../auth/server-secret.js';
 import { SCOPES } from '../auth/scopes.js';
 import type { TrustProxy } from '../config/config.js';
@@ -59,6 +59,19 @@ interface UserRow {
 }
 
 /**
+ * The library's prompts, plus one check: a session whose user may no longer sign in (suspended,
+ * deleted: `findAccount` finds nobody) asks for a sign-in, as no session would. Sessions are ended
+ * with their user's access (`endUserAccess`); this covers one that outlived it (made before that
+ * rule, or a user changed in the database by hand), which otherwise failed at the consent step.
+ */
+function signInPolicy() {
+  const policy = interactionPolicy.base();
+  policy.get('login')!.checks.add(new interactionPolicy.Check('account_gone', 'the signed-in user can no longer sign in', (ctx) =>
+    (ctx.oidc.session?.accountId && !ctx.oidc.account ? interactionPolicy.Check.REQUEST_PROMPT : interactionPolicy.Check.NO_NEED_TO_PROMPT)));
+  return policy;
+}
+
+/**
  * oidc-provider configured as this product's authorization server: authorization code with PKCE
  * (S256; the library supports nothing else) for every sign-in app, rotating refresh tokens (a
  * reused one revokes the grant), client credentials for integrations, revocation, introspection.
@@ -83,7 +96,7 @@ export async function createProvider(options: { database: Database; serverSecret
       names: { session: 'oauth_session', interaction: 'oauth_interaction', resume: 'oauth_interaction_resume' },
     },
     routes: OAUTH_ROUTES,
-    interactions: { url: (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}` },
+    interactions: { url: (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}`, policy: signInPolicy() },
     claims: { openid: ['sub'], profile: ['name', 'email', 'zoneinfo'] },
     scopes: ['openid', 'offline_access', 'profile'],
     pkce: { required: () => true },
@@ -126,6 +139,10 @@ export async function createProvider(options: { database: Database; serverSecret
     // Refresh tokens for every sign-in app, not only for offline_access; rotated on every use.
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     rotateRefreshToken: true,
+    // A token lives as long as its grant (its delegation), not as long as the browser's sign-in
+    // session: ending the sessions (signing out of the mobile app) leaves the web app's delegation
+    // working; revoking a delegation is what ends its tokens.
+    expiresWithSession: async () => false,
     ttl: {
       AccessToken: lifetimes.accessToken,
       AuthorizationCode: lifetimes.authorizationCode,

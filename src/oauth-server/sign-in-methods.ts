@@ -68,7 +68,7 @@ export function alternativeSignIn(methods: readonly SignInMethod[], deps: {
         const email = typeof req.body?.email === 'string' ? req.body.email.trim().slice(0, USER_FIELD_LIMITS.email.max) : '';
         let location: string;
         try {
-          location = await found.method.begin({ interactionUid: interaction.uid, accountId: app.account.id, loginHint: email });
+          location = await found.method.begin({ interactionUid: interaction.uid, accountId: app.account.id, loginHint: email }, res);
         } catch {
           return deps.sendPage(res, 502, problemPage('Sign-in unavailable', 'Your identity provider could not be reached. Try again in a few minutes.'));
         }

@@ -23,6 +23,8 @@ export const provisioningTokenCredentials: CredentialResolver = {
     if (!row) return undefined;
     const principal: ProvisioningTokenPrincipal = {
       kind: 'provisioning_token',
+      // The account's identity provider acts through SCIM only (SPEC section 12), on every transport.
+      confinedTo: 'scim',
       accountId: row.account_id,
       credentialId: row.id,
       scopes: PROVISIONING_SCOPES,

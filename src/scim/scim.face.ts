@@ -1,6 +1,4 @@
 import { Router, type Response } from 'express';
-import type { Authentication } from '../auth/authenticate.js';
-import { AuthenticationError } from '../errors/domain-errors.js';
 import type { Logger } from '../logging/logger.js';
 import { sendScimError } from './scim.errors.js';
 import { buildScimOpenApiDocument } from './scim.openapi.js';
@@ -16,13 +14,6 @@ export function isScimPath(path: string): boolean {
 export const scimFaceRoutes = {
   path: SCIM_BASE_PATH,
   router: scimRouter,
-  /** A provisioning token is a credential of the SCIM face only: anywhere else it is refused like an unknown one. */
-  screen(path: string, authentication: Authentication): Authentication {
-    if (authentication.status === 'authenticated' && authentication.principal.kind === 'provisioning_token' && !isScimPath(path)) {
-      return { status: 'rejected', error: new AuthenticationError('A provisioning token is valid only on /scim/v2.') };
-    }
-    return authentication;
-  },
   /** Errors before the router (rate limit, authentication's database reads), in SCIM's shape. */
   fail(res: Response, error: unknown, logger?: Logger): void {
     const translated = sendScimError(res, error);

@@ -2,6 +2,8 @@
 export const SSO_PATHS = {
   oidcCallback: '/sso/oidc/callback',
   samlAssertionConsumer: '/sso/saml/acs',
+  /** Where the browser comes for a SAML answer the identity provider posted (cross-site, so without our cookie). */
+  samlContinue: '/sso/saml/continue',
   samlMetadata: '/sso/saml/:accountId/metadata',
 } as const;
 

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
-import { PASSWORD, api, browse, newMember, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
+import { CookieJar, PASSWORD, api, browse, graphqlCall, newMember, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
 import { AccountsService } from '../accounts/accounts.service.js';
 import { Account } from '../accounts/account.entity.js';
 import { User } from '../users/user.entity.js';
 import { configureSsoCommand, disableSsoCommand, showSsoCommand } from '../cli/commands/sso.commands.js';
+import { formOf } from '../../test/support/oauth-server.js';
 import { APP_REDIRECT, chooseProvider, configureSso, openSignIn, passIdentityProvider, startForgingIdentityProvider, startOidcIdentityProvider } from '../../test/support/sso.js';
 
 const fixture = useOAuthServers(1);
@@ -61,6 +62,75 @@ describe('OIDC sign-in through the company identity provider', () => {
     // Revocation refuses the token at once, as for any delegation.
     expect((await api(fixture.instances[0]!, 'DELETE', `/oauth_delegations?user_id=${member.userId}&type=mobile`, `Token token=${member.ownerKey}`)).status).toBe(200);
     expect((await api(fixture.instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`)).status).toBe(401);
+  });
+
+  test('a provider link begun in one browser and finished in another signs nobody in (the attacker resuming gets no code)', async () => {
+    const victim = await ssoAccount();
+    // The attacker begins a sign-in for the victim's email and stops before the provider.
+    const attacker = await openSignIn(fixture.database, fixture.serverSecret, base(), victim.accountId);
+    const setCookies: string[] = [];
+    const providerLink = await browse(attacker.jar, new URL(formOf(attacker.page.html).action, base()), idp.issuer, { method: 'POST', form: { csrf: formOf(attacker.page.html).csrf, email: victim.email } }, setCookies);
+    if (providerLink.kind !== 'callback') throw new Error('the attacker was not sent to the provider');
+    // The victim opens the link and signs in at the provider; their browser comes back to us.
+    const victimJar = new CookieJar();
+    const atIdp = await browse(victimJar, providerLink.url, callbackPrefix());
+    const back = await passIdentityProvider(victimJar, atIdp, victim.email, callbackPrefix());
+    if (back.kind !== 'callback') throw new Error('the provider did not send the victim back');
+    const victimSees = await browse(victimJar, back.url, APP_REDIRECT);
+    // The attacker resumes the sign-in, or replays the victim's callback in their own browser: no code.
+    const uid = attacker.page.url.pathname.split('/').pop()!;
+    const resumed = await browse(attacker.jar, new URL(`/oauth/authorize/${uid}`, base()), APP_REDIRECT);
+    expect(resumed.kind).toBe('page');
+    const replayed = await browse(attacker.jar, back.url, APP_REDIRECT);
+    expect(replayed.kind).toBe('page');
+    // The victim was told the sign-in was refused; the binding cookie is HttpOnly and SameSite=Lax.
+    expect(victimSees).toMatchObject({ kind: 'page', status: 403 });
+    if (victimSees.kind === 'page') expect(victimSees.html).toContain('Sign-in refused');
+    const binding = setCookies.find((header) => header.startsWith('sso_browser='));
+    expect(binding).toMatch(/HttpOnly/i);
+    expect(binding).toMatch(/SameSite=Lax/i);
+    const delegations = await api(fixture.instances[0]!, 'GET', `/users/${victim.userId}/oauth_delegations`, `Token token=${victim.ownerKey}`);
+    expect(delegations.body.oauth_delegations).toHaveLength(0);
+  });
+
+  test('the email swap fails: an admin cannot move the owner\'s email, and a linked person is their subject whatever their email says', async () => {
+    const member = await ssoAccount();
+    const [owner] = await fixture.database.em().execute<{ id: string; email: string }[]>("select id, email from users where account_id = ? and role = 'owner'", [member.accountId]);
+    const em = fixture.database.em();
+    const admin = em.create(User, { account: em.getReference(Account, member.accountId), name: 'Admin', email: `admin-${member.email}`, timeZone: 'Etc/UTC', color: 'green', role: 'admin' });
+    const otherAdmin = em.create(User, { account: em.getReference(Account, member.accountId), name: 'Other admin', email: `other-admin-${member.email}`, timeZone: 'Etc/UTC', color: 'green', role: 'admin' });
+    await em.persist([admin, otherAdmin]).flush();
+    const keyOf = async (userId: string) => (await fixture.database.transactions.run(fixture.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: member.accountId, userId }))).apiKey;
+    const adminKey = `Token token=${await keyOf(admin.id)}`;
+    const ownerKey = `Token token=${await keyOf(owner!.id)}`;
+    const setEmail = (authorization: string, id: string, email: string) => graphqlCall(fixture.instances[0]!, authorization, 'mutation($input: UpdateUserInput!) { updateUser(input: $input) { user { id email } } }', { input: { id, email } });
+
+    // The admin renames themself (allowed), then tries to give the owner, and another admin, the freed email.
+    expect((await setEmail(adminKey, admin.id, `renamed-${member.email}`)).errors).toBeUndefined();
+    for (const target of [owner!.id, otherAdmin.id]) {
+      const refused = await setEmail(adminKey, target, `admin-${member.email}`);
+      expect(refused.errors?.[0]?.extensions.code).toBe('FORBIDDEN');
+    }
+    // A full-access account key is not the owner either; the owner may change an admin's email.
+    expect((await setEmail(`Token token=${member.ownerKey}`, owner!.id, `admin-${member.email}`)).errors?.[0]?.extensions.code).toBe('FORBIDDEN');
+    expect((await setEmail(ownerKey, otherAdmin.id, `moved-${member.email}`)).errors).toBeUndefined();
+    const [unchanged] = await fixture.database.em().execute<{ email: string }[]>('select email from users where id = ?', [owner!.id]);
+    expect(unchanged!.email).toBe(owner!.email);
+
+    // The owner signs in through the provider once: linked to that subject.
+    const first = await toCallback({ ...member, email: owner!.email }, owner!.email);
+    const signedIn = await finish(first);
+    expect(signedIn.kind).toBe('callback');
+    // The identity provider (SCIM may) renames the owner to an address another subject asserts:
+    // that subject still is not the owner, and the owner's subject still is.
+    await fixture.database.em().execute('update users set email = ? where id = ?', [`admin-${member.email}`, owner!.id]);
+    const impostor = await finish(await toCallback(member, `admin-${member.email}`));
+    expect(impostor).toMatchObject({ kind: 'page', status: 403 });
+    const again = await toCallback(member, owner!.email);
+    const back = await finish(again);
+    expect(back.kind).toBe('callback');
+    const tokens = await client.authorizationCodeGrant(again.config, back.url, { pkceCodeVerifier: again.verifier, expectedState: again.state });
+    expect(tokens.claims()?.sub).toBe(owner!.id);
   });
 
   test('a replayed callback is refused with a page that says so', async () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as client from 'openid-client';
 import { configureSsoCommand } from '../cli/commands/sso.commands.js';
-import { api, browse, newMember, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
+import { CookieJar, api, browse, newMember, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
 import { APP_REDIRECT, SAML_SSO_URL, chooseProvider, configureSso, openSignIn, readAuthnRequest, samlKeyPair, samlMetadata, samlResponse, type SamlResponseOptions } from '../../test/support/sso.js';
 
 const fixture = useOAuthServers(1);
@@ -65,6 +65,23 @@ describe('SAML 2.0 sign-in through the company identity provider', () => {
     const me = await api(fixture.instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`);
     expect(me.status).toBe(200);
     expect(me.body.user.id).toBe(member.userId);
+  });
+
+  test('an answer posted from another browser than the one that began the round trip signs nobody in', async () => {
+    const victim = await samlAccount();
+    const attacker = await toIdentityProvider(victim);
+    // The victim signs in at the provider, whose page posts the answer from the victim's browser.
+    const victimJar = new CookieJar();
+    const victimSees = await browse(victimJar, new URL(`${base()}/sso/saml/acs`), APP_REDIRECT, { method: 'POST', form: { SAMLResponse: attacker.answer(), RelayState: attacker.request.relayState } });
+    // The attacker resumes, or comes for the answer in their own browser: no code.
+    const uid = attacker.page.url.pathname.split('/').pop()!;
+    expect((await browse(attacker.jar, new URL(`/oauth/authorize/${uid}`, base()), APP_REDIRECT)).kind).toBe('page');
+    expect(victimSees).toMatchObject({ kind: 'page', status: 403 });
+    if (victimSees.kind === 'page') expect(victimSees.html).toContain('Sign-in refused');
+    expect((await browse(attacker.jar, new URL(`/sso/saml/continue?RelayState=${encodeURIComponent(attacker.request.relayState)}`, base()), APP_REDIRECT)).kind).toBe('page');
+    await expectRefused(await attacker.post(attacker.answer()), 400);
+    const delegations = await api(fixture.instances[0]!, 'GET', `/users/${victim.userId}/oauth_delegations`, `Token token=${victim.ownerKey}`);
+    expect(delegations.body.oauth_delegations).toHaveLength(0);
   });
 
   test('unsigned, re-signed with another key, expired, wrong audience and not-an-email responses are refused', async () => {

@@ -3,7 +3,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import * as oidc from 'openid-client';
 import { SAML, ValidateInResponseTo, type CacheProvider } from '@node-saml/node-saml';
 import type { HttpRouteDeps } from '../app/feature.js';
-import { digestSecret, newSecretToken } from '../auth/secrets.js';
+import { digestSecret, newSecretToken, safeEqual } from '../auth/secrets.js';
 import type { InteractionFinisher, SignInMethod } from '../auth/sign-in-method.js';
 import { NotFoundError } from '../errors/domain-errors.js';
 import { Sealer } from '../oauth-server/sealing.js';
@@ -15,6 +15,9 @@ import { SsoService, ssoSecretSealer, type SsoSettings } from './sso.service.js'
 /** A round trip to the provider must come back within this; then its state is refused. */
 const ROUND_TRIP_SECONDS = 10 * 60;
 const EMAIL_NAME_ID = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
+const PERSISTENT_NAME_ID = 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent';
+/** The email attribute as Entra ID and AD FS name it (others send `email` or `mail`). */
+const EMAIL_CLAIM = 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress';
 const PLAUSIBLE_EMAIL = /^[^\s@]+@[^\s@]+$/;
 /** Discovery documents are re-read after this, so a provider's key rotation is picked up. */
 const DISCOVERY_TTL_MS = 10 * 60_000;
@@ -22,6 +25,23 @@ const DISCOVERY_TTL_MS = 10 * 60_000;
 const EXPIRED = ['Sign-in expired', 'This sign-in has expired or was already used. Go back to the app and start again.'] as const;
 const REFUSED = ['Sign-in refused', 'The answer from your identity provider could not be accepted. Go back to the app and start again.'] as const;
 const NO_ACCESS = ['Sign-in refused', 'Your identity provider signed you in, but that identity has no access here. Ask your administrator.'] as const;
+const STRANGER = ['Sign-in refused', 'This sign-in was started in another browser, so it was refused. Go back to the app and start again.'] as const;
+
+/**
+ * The cookie that binds a round trip to the browser that began it: random, HttpOnly, SameSite=Lax
+ * (sent on the provider's top-level redirect back, never on another site's request), only its
+ * digest stored with the round trip. A provider link carried to another browser arrives without it.
+ */
+const BROWSER_COOKIE = 'sso_browser';
+const BROWSER_COOKIE_PATH = '/sso';
+
+function browserCookieOf(req: Request): string | undefined {
+  for (const pair of (req.headers.cookie ?? '').split(';')) {
+    const separator = pair.indexOf('=');
+    if (separator > 0 && pair.slice(0, separator).trim() === BROWSER_COOKIE) return pair.slice(separator + 1).trim();
+  }
+  return undefined;
+}
 
 /** Why a returning answer is refused; logged (never shown) so an operator can tell the cases apart. */
 class Refusal extends Error {
@@ -31,7 +51,10 @@ class Refusal extends Error {
 }
 
 interface RoundTrip {
+  state_digest: string;
   account_id: string;
+  browser_digest: string | null;
+  saml_identity_sealed: string | null;
   interaction_uid: string;
   oidc_nonce: string | null;
   oidc_code_verifier_sealed: string | null;
@@ -59,6 +82,8 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
   const apiUrl = deps.runtime.urls.api;
   const sealer = ssoSecretSealer(deps.runtime.serverSecret);
   const verifierSealer = new Sealer(deps.runtime.serverSecret, 'sso-round-trips');
+  const identitySealer = new Sealer(deps.runtime.serverSecret, 'sso-answers');
+  const secureCookies = new URL(apiUrl).protocol === 'https:';
   const service = () => new SsoService(database.em(), database.transactions, sealer);
   const discovered = new Map<string, { at: number; config: Promise<oidc.Configuration> }>();
 
@@ -104,17 +129,42 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
     return settings;
   }
 
-  /** Marks the round trip used and returns it, or refuses: unknown, expired and replayed look alike. */
-  async function takeRoundTrip(state: unknown, protocol: 'oidc' | 'saml'): Promise<RoundTrip> {
+  const TRIP_COLUMNS = 'state_digest, account_id, browser_digest, interaction_uid, oidc_nonce, oidc_code_verifier_sealed, saml_request_id, saml_identity_sealed';
+
+  /**
+   * Marks the round trip used and returns it, or refuses: unknown, expired and replayed look alike.
+   * It is used up even when the browser is not the one that began it: an answer that reached a
+   * stranger's browser first can then not be finished by anyone (a forwarded link included).
+   */
+  async function takeRoundTrip(req: Request, state: unknown, protocol: 'oidc' | 'saml'): Promise<RoundTrip> {
     if (typeof state !== 'string' || state.length === 0 || state.length > 200) throw new Refusal(EXPIRED, 400, 'no state');
     const em = database.em();
     const [trip] = await database.transactions.run(em, (tx) => tx.execute<RoundTrip[]>(
       `update sso_round_trips set used_at = now()
         where state_digest = ? and protocol = ? and used_at is null and expires_at > now()
-        returning account_id, interaction_uid, oidc_nonce, oidc_code_verifier_sealed, saml_request_id`,
+          and (protocol <> 'saml' or answered_at is not null)
+        returning ${TRIP_COLUMNS}`,
       [digestSecret(state), protocol],
     ), 'sso.take-round-trip');
     if (!trip) throw new Refusal(EXPIRED, 400, 'unknown, expired or already used state');
+    const cookie = browserCookieOf(req);
+    if (!trip.browser_digest || !cookie || !safeEqual(Buffer.from(digestSecret(cookie)), Buffer.from(trip.browser_digest))) {
+      throw Object.assign(new Refusal(STRANGER, 403, 'the answer came back to another browser than the one that began the round trip'), { trip });
+    }
+    return trip;
+  }
+
+  /** The SAML answer, posted once per round trip: claims it (a replay finds nothing) and returns it. */
+  async function claimSamlAnswer(state: unknown): Promise<RoundTrip> {
+    if (typeof state !== 'string' || state.length === 0 || state.length > 200) throw new Refusal(EXPIRED, 400, 'no RelayState');
+    const em = database.em();
+    const [trip] = await database.transactions.run(em, (tx) => tx.execute<RoundTrip[]>(
+      `update sso_round_trips set answered_at = now()
+        where state_digest = ? and protocol = 'saml' and answered_at is null and used_at is null and expires_at > now()
+        returning ${TRIP_COLUMNS}`,
+      [digestSecret(state)],
+    ), 'sso.claim-saml-answer');
+    if (!trip) throw new Refusal(EXPIRED, 400, 'unknown, expired or already answered RelayState');
     return trip;
   }
 
@@ -157,34 +207,45 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
       }
       return user;
     }, 'sso.sign-in');
-    if (!userId) throw new Refusal(NO_ACCESS, 403, 'no eligible user for the asserted email');
+    if (!userId && !identity.email) throw new Refusal(REFUSED, 401, 'an unlinked subject with no usable email');
+    if (!userId) throw new Refusal(NO_ACCESS, 403, 'no eligible user for the asserted subject or email');
+    res.clearCookie(BROWSER_COOKIE, { path: BROWSER_COOKIE_PATH });
     const resumeAt = await finisher.signedIn(trip.interaction_uid, trip.account_id, userId);
     if (!resumeAt) throw new Refusal(EXPIRED, 400, 'the interaction no longer waits for a sign-in');
     logger.info({ accountId: trip.account_id, userId, protocol: settings.protocol, provider: settings.displayName }, 'single sign-on');
     res.redirect(303, resumeAt);
   }
 
-  function returnHandler(protocol: 'oidc' | 'saml', finisher: InteractionFinisher, verify: (req: Request, trip: RoundTrip) => Promise<AssertedIdentity>, stateOf: (req: Request) => unknown) {
+  /**
+   * One step of the way back from the provider: `take` finds the round trip (refusing an unknown,
+   * used or another browser's one), `step` does the rest. A refusal shows the page that says so and,
+   * when it names a round trip, is the account's failed sign-in.
+   */
+  function returnStep(protocol: 'oidc' | 'saml', take: (req: Request) => Promise<RoundTrip>, step: (req: Request, res: Response, trip: RoundTrip) => Promise<void>, problem: InteractionFinisher['problem']) {
     return async (req: Request, res: Response) => {
       let trip: RoundTrip | undefined;
       try {
-        trip = await takeRoundTrip(stateOf(req), protocol);
-        let identity: AssertedIdentity;
-        try {
-          identity = await verify(req, trip);
-        } catch (error) {
-          if (error instanceof Refusal) throw error;
-          throw new Refusal(REFUSED, 401, error instanceof Error ? error.message.slice(0, 300) : 'verification failed');
-        }
-        await signInWith(req, trip, identity, finisher, res);
+        trip = await take(req);
+        await step(req, res, trip);
       } catch (error) {
         if (!(error instanceof Refusal)) throw error;
+        trip ??= (error as Refusal & { trip?: RoundTrip }).trip;
         logger.warn({ protocol, reason: error.message }, 'single sign-on refused');
         // Unknown, expired and replayed states name no account: nothing to record them against.
         if (trip) await recordRefusal(req, res, trip, `${protocol}: ${error.page[0]}`);
-        finisher.problem(res, error.status, error.page[0], error.page[1]);
+        problem(res, error.status, error.page[0], error.page[1]);
       }
     };
+  }
+
+  /** The provider's verification, any failure of it a refusal (its reason logged, never shown). */
+  async function verified(verify: () => Promise<AssertedIdentity>): Promise<AssertedIdentity> {
+    try {
+      return await verify();
+    } catch (error) {
+      if (error instanceof Refusal) throw error;
+      throw new Refusal(REFUSED, 401, error instanceof Error ? error.message.slice(0, 300) : 'verification failed');
+    }
   }
 
   return {
@@ -195,10 +256,11 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
       return configuration ? { label: configuration.displayName, passwordAllowed: !configuration.requireSso } : undefined;
     },
 
-    async begin({ interactionUid, accountId, loginHint }) {
+    async begin({ interactionUid, accountId, loginHint }, res) {
       const settings = await requiredSettings(accountId);
       const state = newSecretToken(32);
-      const trip = { state_digest: digestSecret(state), account_id: accountId, interaction_uid: interactionUid, protocol: settings.protocol, oidc_nonce: null as string | null, oidc_code_verifier_sealed: null as string | null, saml_request_id: null as string | null };
+      const browser = newSecretToken(32);
+      const trip = { state_digest: digestSecret(state), browser_digest: digestSecret(browser), account_id: accountId, interaction_uid: interactionUid, protocol: settings.protocol, oidc_nonce: null as string | null, oidc_code_verifier_sealed: null as string | null, saml_request_id: null as string | null };
       let url: string;
       if (settings.oidc) {
         const config = await oidcConfiguration(settings.oidc);
@@ -229,56 +291,78 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
       await database.transactions.run(em, async (tx) => {
         await tx.execute('delete from sso_round_trips where expires_at < now()');
         await tx.execute(
-          `insert into sso_round_trips (state_digest, account_id, interaction_uid, protocol, oidc_nonce, oidc_code_verifier_sealed, saml_request_id, expires_at)
-           values (?, ?, ?, ?, ?, ?, ?, now() + make_interval(secs => ?))`,
-          [trip.state_digest, trip.account_id, trip.interaction_uid, trip.protocol, trip.oidc_nonce, trip.oidc_code_verifier_sealed, trip.saml_request_id, ROUND_TRIP_SECONDS],
+          `insert into sso_round_trips (state_digest, browser_digest, account_id, interaction_uid, protocol, oidc_nonce, oidc_code_verifier_sealed, saml_request_id, expires_at)
+           values (?, ?, ?, ?, ?, ?, ?, ?, now() + make_interval(secs => ?))`,
+          [trip.state_digest, trip.browser_digest, trip.account_id, trip.interaction_uid, trip.protocol, trip.oidc_nonce, trip.oidc_code_verifier_sealed, trip.saml_request_id, ROUND_TRIP_SECONDS],
         );
       }, 'sso.begin');
+      res.cookie(BROWSER_COOKIE, browser, { httpOnly: true, sameSite: 'lax', secure: secureCookies, path: BROWSER_COOKIE_PATH, maxAge: ROUND_TRIP_SECONDS * 1000 });
       return url;
     },
 
     returnRoutes(router: Router, finisher: InteractionFinisher) {
-      router.get(SSO_PATHS.oidcCallback, deps.limitPerAddress, returnHandler('oidc', finisher, async (req, trip) => {
-        if (typeof req.query.error === 'string') throw new Refusal(REFUSED, 403, 'the provider answered with an error');
-        const settings = await requiredSettings(trip.account_id);
-        if (!settings.oidc || !trip.oidc_code_verifier_sealed || !trip.oidc_nonce) throw new Refusal(REFUSED, 401, 'the provider changed since the round trip began');
-        const query = req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?')) : '';
-        const currentUrl = new URL(`${oidcRedirectUri(apiUrl)}${query}`);
-        const tokens = await oidc.authorizationCodeGrant(await oidcConfiguration(settings.oidc), currentUrl, {
-          pkceCodeVerifier: verifierSealer.unseal(trip.oidc_code_verifier_sealed),
-          expectedState: String(req.query.state),
-          expectedNonce: trip.oidc_nonce,
-          idTokenExpected: true,
+      router.get(SSO_PATHS.oidcCallback, deps.limitPerAddress, returnStep('oidc', (req) => takeRoundTrip(req, req.query.state, 'oidc'), async (req, res, trip) => {
+        const identity = await verified(async () => {
+          if (typeof req.query.error === 'string') throw new Refusal(REFUSED, 403, 'the provider answered with an error');
+          const settings = await requiredSettings(trip.account_id);
+          if (!settings.oidc || !trip.oidc_code_verifier_sealed || !trip.oidc_nonce) throw new Refusal(REFUSED, 401, 'the provider changed since the round trip began');
+          const query = req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?')) : '';
+          const currentUrl = new URL(`${oidcRedirectUri(apiUrl)}${query}`);
+          const tokens = await oidc.authorizationCodeGrant(await oidcConfiguration(settings.oidc), currentUrl, {
+            pkceCodeVerifier: verifierSealer.unseal(trip.oidc_code_verifier_sealed),
+            expectedState: String(req.query.state),
+            expectedNonce: trip.oidc_nonce,
+            idTokenExpected: true,
+          });
+          const claims = tokens.claims();
+          if (!claims || typeof claims.sub !== 'string' || typeof claims.iss !== 'string') throw new Refusal(REFUSED, 401, 'the ID token names no subject');
+          // Entra ID says "verified" as xms_edov (email domain owner verified), not email_verified.
+          // Only a verified email may link a user on a first sign-in; the subject is who it is after.
+          const verifiedEmail = claims.email_verified === true || claims.xms_edov === true;
+          return { issuer: claims.iss, subject: claims.sub, email: verifiedEmail ? assertedEmail(claims.email) : undefined, name: typeof claims.name === 'string' ? claims.name : undefined };
         });
-        const claims = tokens.claims();
-        // Entra ID says "verified" as xms_edov (email domain owner verified), not email_verified.
-        if (!claims || (claims.email_verified !== true && claims.xms_edov !== true)) throw new Refusal(REFUSED, 401, 'the ID token has no verified email');
-        return { email: assertedEmail(claims.email), name: typeof claims.name === 'string' ? claims.name : undefined };
-      }, (req) => req.query.state));
+        await signInWith(req, trip, identity, finisher, res);
+      }, finisher.problem));
 
+      // The identity provider posts its answer from its own page (cross-site: no SameSite=Lax cookie
+      // comes with it). It is verified and kept with the round trip; the browser is then sent to
+      // continue it with a top-level GET, which carries the cookie of the browser that began it.
       router.post(
         SSO_PATHS.samlAssertionConsumer,
         deps.limitPerAddress,
         express.urlencoded({ extended: false, limit: '512kb', parameterLimit: 10 }),
-        returnHandler('saml', finisher, async (req, trip) => {
-          const settings = await requiredSettings(trip.account_id);
-          const response = req.body?.SAMLResponse;
-          if (!settings.saml || !trip.saml_request_id || typeof response !== 'string') throw new Refusal(REFUSED, 401, 'no SAML response for this round trip');
-          // InResponseTo must be the request this round trip sent, and nothing else. The library
-          // reads the value as the request's instant; the round trip's own expiry already bounds it.
-          const expected: CacheProvider = {
-            saveAsync: async () => null,
-            getAsync: async (key) => (key === trip.saml_request_id ? new Date().toISOString() : null),
-            removeAsync: async () => null,
-          };
-          const { profile } = await samlFor(trip.account_id, settings.saml, expected).validatePostResponseAsync({ SAMLResponse: response });
-          // The library checks the issuer of logout messages only: the assertion's is checked here.
-          if (!profile || profile.issuer !== settings.saml.idpEntityId) throw new Refusal(REFUSED, 401, 'the assertion is from another issuer');
-          if (profile.nameIDFormat !== EMAIL_NAME_ID) throw new Refusal(REFUSED, 401, 'the assertion names no email');
-          const name = typeof profile.displayName === 'string' ? profile.displayName : undefined;
-          return { email: assertedEmail(profile.nameID), name };
-        }, (req) => req.body?.RelayState),
+        returnStep('saml', (req) => claimSamlAnswer(req.body?.RelayState), async (req, res, trip) => {
+          const identity = await verified(async () => {
+            const settings = await requiredSettings(trip.account_id);
+            const response = req.body?.SAMLResponse;
+            if (!settings.saml || !trip.saml_request_id || typeof response !== 'string') throw new Refusal(REFUSED, 401, 'no SAML response for this round trip');
+            // InResponseTo must be the request this round trip sent, and nothing else. The library
+            // reads the value as the request's instant; the round trip's own expiry already bounds it.
+            const expected: CacheProvider = {
+              saveAsync: async () => null,
+              getAsync: async (key) => (key === trip.saml_request_id ? new Date().toISOString() : null),
+              removeAsync: async () => null,
+            };
+            const { profile } = await samlFor(trip.account_id, settings.saml, expected).validatePostResponseAsync({ SAMLResponse: response });
+            // The library checks the issuer of logout messages only: the assertion's is checked here.
+            if (!profile || profile.issuer !== settings.saml.idpEntityId) throw new Refusal(REFUSED, 401, 'the assertion is from another issuer');
+            const name = typeof profile.displayName === 'string' ? profile.displayName : undefined;
+            if (profile.nameIDFormat === EMAIL_NAME_ID) return { issuer: profile.issuer, subject: profile.nameID, email: assertedEmail(profile.nameID), name };
+            if (profile.nameIDFormat === PERSISTENT_NAME_ID && profile.nameID) {
+              const attribute = profile.email ?? profile.mail ?? profile[EMAIL_CLAIM];
+              return { issuer: profile.issuer, subject: profile.nameID, email: attribute === undefined ? undefined : assertedEmail(attribute), name };
+            }
+            throw new Refusal(REFUSED, 401, 'the assertion names neither a persistent subject nor an email');
+          });
+          await database.em().execute('update sso_round_trips set saml_identity_sealed = ? where state_digest = ?', [identitySealer.seal(JSON.stringify(identity)), trip.state_digest]);
+          res.redirect(303, `${SSO_PATHS.samlContinue}?${new URLSearchParams({ RelayState: String(req.body.RelayState) })}`);
+        }, finisher.problem),
       );
+
+      router.get(SSO_PATHS.samlContinue, deps.limitPerAddress, returnStep('saml', (req) => takeRoundTrip(req, req.query.RelayState, 'saml'), async (req, res, trip) => {
+        if (!trip.saml_identity_sealed) throw new Refusal(REFUSED, 401, 'the SAML answer was not accepted');
+        await signInWith(req, trip, JSON.parse(identitySealer.unseal(trip.saml_identity_sealed)) as AssertedIdentity, finisher, res);
+      }, finisher.problem));
     },
   };
 }

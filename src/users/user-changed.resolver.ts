@@ -48,8 +48,12 @@ function kindOf(message: LiveMessage): UserChangeKind {
   return 'changed';
 }
 
-/** Changes name fields as the public API does (`job_title`); subscribers read GraphQL's names (`jobTitle`). */
-const GRAPHQL_FIELD_NAMES = new Map<string, string>(Object.entries(USER_FIELD_COLUMNS).map(([field, column]) => [column, field]));
+/**
+ * Changes name fields as the public API does (`job_title`); subscribers read GraphQL's names
+ * (`jobTitle`). What a change records that is no field of `User` (a revocation's reason, a
+ * single sign-on link) is not named: `changedFields` holds GraphQL field names only.
+ */
+const GRAPHQL_FIELD_NAMES = new Map<string, string>([...Object.entries(USER_FIELD_COLUMNS).map(([field, column]) => [column, field] as const), ['active', 'active']]);
 
 /**
  * The user as it is at an event, read once for every subscription presented that event (the live
@@ -102,7 +106,7 @@ export class UserChangedResolver {
   userChanged(@Arg('id', () => ID) id: string, @Root() message: LiveMessage, @Ctx() context: Context): UserChangedEvent {
     freshEventScope(context);
     const fields = message.kind === 'change' ? (message.change.fields ?? []) : [];
-    return { kind: kindOf(message), userId: id, changedFields: fields.map((name) => GRAPHQL_FIELD_NAMES.get(name) ?? name), message };
+    return { kind: kindOf(message), userId: id, changedFields: fields.flatMap((name) => GRAPHQL_FIELD_NAMES.get(name) ?? []), message };
   }
 
   @FieldResolver(() => UserType, { nullable: true, description: 'The user as it is now (read when the event is sent), with the subscriber\'s rights; null once deleted.' })

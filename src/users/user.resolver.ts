@@ -107,7 +107,7 @@ export class UserResolver {
   }
 
   @Authorized<Requirement>('users.write', 'write')
-  @Mutation(() => UpdateUserPayload, { description: 'Users may change their own profile (not their role); can_update_user changes anyone.' })
+  @Mutation(() => UpdateUserPayload, { description: 'Users may change their own profile (not their role); can_update_user changes anyone, except that only the owner changes the owner\'s email and only that admin or the owner an admin\'s (a provisioning token, over SCIM, may change any). FORBIDDEN comes before any other answer.' })
   async updateUser(@Arg('input', () => UpdateUserInput) input: UpdateUserInput, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UpdateUserPayload> {
     return { user: await usersService(context).update(input, selectedFieldNames(info, ['user'])) };
   }

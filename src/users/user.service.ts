@@ -1,7 +1,7 @@
 import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/sql';
 import { Account } from '../accounts/account.entity.js';
-import { canUpdateUser, type Principal } from '../auth/principal.js';
+import { canUpdateUser, isUserPrincipal, type Principal } from '../auth/principal.js';
 import { policy } from '../auth/policy.js';
 import { DuplicateValueError, ForbiddenError, InvalidInputError, NotFoundError, StaleVersionError } from '../errors/domain-errors.js';
 import { PUBLIC_ID_PATTERN, newPublicId } from '../db/public-id.js';
@@ -125,8 +125,9 @@ export class UsersService {
         }
         if (seen.has(patch.id)) problems.push(`${label(index)}id ${patch.id} appears more than once`);
         seen.add(patch.id);
-        if (patch.expectedVersion != null && patch.expectedVersion !== user.version) throw new StaleVersionError();
+        // Authorization decides first: someone who may not change the user learns nothing, not even that it changed.
         this.assertMayChange(user, patch);
+        if (patch.expectedVersion != null && patch.expectedVersion !== user.version) throw new StaleVersionError();
         if (patch.active === false && user.role === 'owner') problems.push(`${label(index)}the account owner cannot be suspended`);
         problems.push(...validateUserFields(patch, { creating: false, prefix: label(index) }));
         if (patch.role !== undefined && patch.role !== user.role && user.role === 'owner') {
@@ -210,8 +211,13 @@ export class UsersService {
     }, 'users.delete');
   }
 
-  /** Self may edit own profile fields; others, and any role change, need can_update_user. */
+  /**
+   * Self may edit own profile fields; others, and any role change, need can_update_user. An email is
+   * who single sign-on may first link a person by: the owner's is changed only by the owner, an
+   * admin's only by that admin or the owner, and any by the account's identity provider (SCIM).
+   */
   private assertMayChange(user: LockedUser, patch: UserPatch): void {
+    if (patch.email !== undefined && normalizeEmail(patch.email ?? '') !== normalizeEmail(user.email)) this.assertMayChangeEmailOf(user);
     if (canUpdateUser(this.principal)) return;
     if (!policy.isSelf(this.principal, user.id)) {
       throw new ForbiddenError('Only the user themself or a holder of can_update_user may change this user.');
@@ -220,6 +226,16 @@ export class UsersService {
     if (patch.active != null && patch.active !== user.active) throw new ForbiddenError('Suspending or reactivating a user requires the can_update_user permission.');
     if (patch.externalId !== undefined && patch.externalId !== user.externalId) throw new ForbiddenError('Changing externalId requires the can_update_user permission.');
     policy.assertCanWrite(this.principal);
+  }
+
+  private assertMayChangeEmailOf(user: LockedUser): void {
+    if (user.role !== 'owner' && user.role !== 'admin') return;
+    if (this.principal.kind === 'provisioning_token') return;
+    const actor = isUserPrincipal(this.principal) ? this.principal : undefined;
+    if (actor && (actor.userId === user.id || (user.role === 'admin' && actor.role === 'owner'))) return;
+    throw new ForbiddenError(user.role === 'owner'
+      ? 'Only the account owner may change the owner\'s email.'
+      : 'Only the admin themself or the account owner may change an admin\'s email.');
   }
 }
 

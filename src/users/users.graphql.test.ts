@@ -179,6 +179,10 @@ test('users(match:) looks users up by email (ignoring case), externalId or id; u
   expect(updated.data.updateUser.user.version).not.toBe(one.version);
   const stale = await h.graphql(update, { input: { id: one.id, externalId: 'idp-1c', expectedVersion: one.version } }, account.key);
   expect(stale.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+  // Authorization decides first: a user who may not change this user learns nothing from a stale version.
+  const plain = await h.createUser(account, { role: 'user' });
+  const unauthorized = await h.graphql(update, { input: { id: one.id, externalId: 'idp-1d', expectedVersion: one.version } }, plain.key);
+  expect(unauthorized.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
   const taken = await h.graphql(update, { input: { id: two.id, externalId: 'idp-1b' } }, account.key);
   expect(taken.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
   expect(await ids([{ externalId: 'idp-1b' }])).toEqual([one.id]);

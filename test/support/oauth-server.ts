@@ -23,6 +23,8 @@ export interface Instance {
   url: string;
   app: App;
   rateLimiter: RateLimiter;
+  /** The app's own server, listening too: where its WebSocket (live updates) is served. */
+  liveServer: http.Server;
 }
 
 /**
@@ -45,7 +47,8 @@ export async function startInstances(database: Database, count: number, logs: st
     const rateLimiter = createRateLimiter({ perMinute: 1_000_000, logger });
     const app = await createApp({ settings: { ...TEST_SETTINGS, publicApiUrl: issuer }, database, logger, serverSecret, rateLimiter });
     server.on('request', app.app);
-    instances.push({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, app, rateLimiter });
+    await new Promise<void>((resolve) => app.httpServer.listen(0, '127.0.0.1', resolve));
+    instances.push({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, app, rateLimiter, liveServer: app.httpServer });
   }
   return {
     instances,

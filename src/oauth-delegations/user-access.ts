@@ -1,0 +1,117 @@
+import type { EntityManager } from '@mikro-orm/sql';
+import type { Principal } from '../auth/principal.js';
+import { recordChange } from '../db/change-journal.js';
+import type { DelegationType, RevocationReason } from './oauth-delegation.entity.js';
+import { delegationsRevoked } from '../observability/metrics.js';
+
+export interface EndedAccess {
+  /** Sign-in sessions (and sign-ins in progress, unredeemed codes) ended. */
+  sessions: number;
+  delegations: number;
+}
+
+/** Which of the user's delegations end with their sessions; all of them unless narrowed. */
+export interface DelegationsToEnd {
+  types?: readonly DelegationType[];
+  ids?: readonly string[];
+  /** Spares the credential making the change (the session the user changes their password in). */
+  keepDelegationId?: string;
+}
+
+/**
+ * THE place that ends a user's access: their sign-in sessions at the authorization server (so the
+ * next `GET /oauth/authorize` from any of their browsers shows the sign-in page), sign-ins in
+ * progress and unredeemed codes, and their delegations (every one, or those `scope` names), in the
+ * caller's transaction, which holds the user's row lock (the lock order of every write about a
+ * user). What it ends is one audit record marked `revokesAccess`, so open sockets of the user are
+ * re-checked on every instance at the commit. Nothing it ends comes back (a reactivation included).
+ *
+ * Callers: sign-out (`DELETE /oauth_delegations`, `deleteOAuthDelegations`), revoking a first-party
+ * delegation by id, suspension and deletion (this feature's user hooks), a password change and
+ * `users set-password`, `revokeSignInSessions`. It sits in the delegations feature, below the
+ * authorization server and reached by the users feature through its hooks, so no import runs back up.
+ * API keys and the calendar key are their own features' (suspension and deletion hooks).
+ */
+export async function endUserAccess(
+  em: EntityManager,
+  user: { accountId: string; userId: string },
+  by: { principal?: Principal; reason: RevocationReason; at?: Date },
+  scope: DelegationsToEnd = {},
+): Promise<EndedAccess> {
+  const sessions = await endSignInSessions(em, user.userId);
+  const delegations = await revokeIssued(
+    em,
+    { accountId: user.accountId, userId: user.userId, types: scope.types, ids: scope.ids, exceptId: scope.keepDelegationId },
+    { principal: by.principal, at: by.at ?? new Date(), reason: by.reason, sessions },
+  );
+  if (delegations === 0 && sessions > 0) {
+    recordChange(em, {
+      accountId: user.accountId,
+      action: 'revoke',
+      resource: { type: 'user', id: user.userId },
+      userId: user.userId,
+      fields: [{ name: 'revocation_reason', value: by.reason }, { name: 'sign_in_sessions', value: sessions }],
+      revokesAccess: true,
+    });
+  }
+  return { sessions, delegations };
+}
+
+/**
+ * The authorization server's memory of the user's browsers (`oauth_server_records` rows of model
+ * Session, with the interactions and codes in flight), found by the user column its adapter keeps.
+ */
+async function endSignInSessions(em: EntityManager, userId: string): Promise<number> {
+  const ended = await em.execute<{ affectedRows?: number }>(
+    `delete from oauth_server_records where user_id = ? and model in ('Session', 'Interaction', 'AuthorizationCode')`,
+    [userId],
+    'run',
+  );
+  return ended.affectedRows ?? 0;
+}
+
+/**
+ * Revokes, in one conditional UPDATE, every issued delegation of the user matching `types`.
+ * `status = 'issued'` in the condition makes concurrent revocations revoke each row exactly once:
+ * the first writer sets revoked_at and the revoking principal; the others find nothing left to do.
+ */
+export async function revokeIssued(
+  em: EntityManager,
+  scope: { accountId: string; userId: string; types?: readonly DelegationType[]; ids?: readonly string[]; exceptId?: string },
+  by: { principal?: Principal; at: Date; reason: RevocationReason; sessions?: number },
+): Promise<number> {
+  if (scope.ids?.length === 0) return 0;
+  const types = scope.types ? [...scope.types] : undefined;
+  const conditions = ['account_id = ?', 'user_id = ?', "status = 'issued'"];
+  const params: unknown[] = [scope.accountId, scope.userId];
+  const where = (condition: string, ...values: unknown[]) => {
+    conditions.push(condition);
+    params.push(...values);
+  };
+  if (types) where(`delegation_type in (${types.map(() => '?').join(', ')})`, ...types);
+  if (scope.ids) where(`id in (${scope.ids.map(() => '?').join(', ')})`, ...scope.ids);
+  if (scope.exceptId) where('id <> ?', scope.exceptId);
+  const rows = await em.execute<{ id: string }[]>(
+    `update oauth_delegations set status = 'revoked', revoked_at = ?, revoked_by_kind = ?, revoked_by_credential_id = ?, revocation_reason = ?
+      where ${conditions.join(' and ')}
+      returning id`,
+    [by.at, by.principal?.kind ?? null, by.principal?.credentialId ?? null, by.reason, ...params],
+  );
+  if (rows.length === 0) return 0;
+  delegationsRevoked.inc({ reason: by.reason }, rows.length);
+  // One record per user, naming every delegation this revocation ended.
+  recordChange(em, {
+    accountId: scope.accountId,
+    action: 'revoke',
+    resource: { type: 'user', id: scope.userId },
+    userId: scope.userId,
+    fields: [
+      { name: 'revocation_reason', value: by.reason },
+      ...(types ? [{ name: 'delegation_type', value: types.join(',') }] : []),
+      ...(by.sessions ? [{ name: 'sign_in_sessions', value: by.sessions }] : []),
+    ],
+    references: rows.map((row) => ({ type: 'oauth_delegation', id: row.id })),
+    revokesAccess: true,
+  });
+  return rows.length;
+}
