@@ -76,6 +76,11 @@ function checkExpiry(expiresAt: Date | null | undefined, now: Date): Date | null
   return expiresAt;
 }
 
+function checkHolder(kind: ApiKeyKind, userId: string | null | undefined): void {
+  if (kind === 'user' && !userId) throw new InvalidInputError('a USER key needs userId');
+  if (kind !== 'user' && userId) throw new InvalidInputError('an account key acts for the account: userId applies to USER keys only');
+}
+
 /** The live, unsuspended user a user key is for, locked against deletion and suspension until commit. */
 async function lockKeyHolder(em: EntityManager, accountId: string, userId: string): Promise<{ id: string; role: UserRole }> {
   const [user] = PUBLIC_ID_PATTERN.test(userId)
@@ -98,8 +103,7 @@ export async function issueApiKey(em: EntityManager, options: IssueApiKeyOptions
   if (!(API_KEY_KINDS as readonly string[]).includes(options.kind)) throw new InvalidInputError(`kind must be one of ${API_KEY_KINDS.join(', ')}`);
   const description = checkDescription(options.description);
   const expiresAt = checkExpiry(options.expiresAt, now);
-  if (options.kind === 'user' && !options.userId) throw new InvalidInputError('a USER key needs userId');
-  if (options.kind !== 'user' && options.userId) throw new InvalidInputError('an account key acts for the account: userId applies to USER keys only');
+  checkHolder(options.kind, options.userId);
   if (!PUBLIC_ID_PATTERN.test(options.accountId) || !(await em.findOne(Account, { id: options.accountId }))) throw new NotFoundError('account');
   if (options.userId) await lockKeyHolder(em, options.accountId, options.userId);
   const secret = mintSecret(SECRET_KIND_OF[options.kind]);
@@ -251,6 +255,7 @@ export class ApiKeysService {
     // Input first where it costs no look-up, so nothing below runs for a request that will be refused anyway.
     checkDescription(options.description);
     checkExpiry(options.expiresAt, new Date());
+    checkHolder(options.kind, options.userId);
     return this.transactions.run(this.em, async (tx) => {
       const holder = options.kind === 'user' && options.userId ? await lockKeyHolder(tx, this.principal.accountId, options.userId) : undefined;
       policy.assertMayIssueApiKey(this.principal, options.kind, holder);
