@@ -171,6 +171,52 @@ async function shortenApiKey(em: EntityManager, key: ApiKey, until: Date): Promi
   return key;
 }
 
+export interface RolledKey extends IssuedKey {
+  previous: ApiKey;
+}
+
+function checkGrace(previousExpiresIn: number): void {
+  if (!Number.isInteger(previousExpiresIn) || previousExpiresIn < 0 || previousExpiresIn > MAX_ROLL_GRACE_SECONDS) {
+    throw new InvalidInputError(`previousExpiresIn must be a whole number of seconds from 0 to ${MAX_ROLL_GRACE_SECONDS}`);
+  }
+}
+
+/**
+ * A replacement with the same kind, user, description and expiry (rolling changes the secret, never
+ * how long access lasts); the previous key keeps working for `previousExpiresIn` seconds. In the
+ * caller's write transaction; rights are the caller's to check (the operator CLI has them all).
+ */
+export async function rollApiKeyRow(tx: EntityManager, previous: ApiKey, previousExpiresIn: number, createdByUserId: string | null): Promise<RolledKey> {
+  checkGrace(previousExpiresIn);
+  const status = apiKeyStatusOf(previous);
+  if (status !== 'active') throw new InvalidInputError(`API key ${previous.id} is ${status}: only an active key can be rolled`);
+  const issued = await issueApiKey(tx, {
+    accountId: previous.account.id,
+    kind: apiKeyKindOf(previous),
+    userId: previous.userId,
+    description: previous.description,
+    createdByUserId,
+  });
+  if (previous.expiresAt) {
+    issued.apiKey.expiresAt = previous.expiresAt;
+    await tx.execute('update api_keys set expires_at = ? where id = ?', [previous.expiresAt, issued.apiKey.id]);
+  }
+  await shortenApiKey(tx, previous, new Date(Date.now() + previousExpiresIn * 1000));
+  return { ...issued, previous };
+}
+
+/** The operator's listing (`accessctl api-keys list`): every key of the account, or of one user, newest first. */
+export function listApiKeysForOperator(em: EntityManager, accountId: string, userId?: string): Promise<ApiKey[]> {
+  return em.find(ApiKey, { account: accountId, ...(userId ? { userId } : {}) }, { orderBy: { createdAt: 'desc', id: 'desc' } });
+}
+
+/** One key by id, for the operator (any account). */
+export async function findApiKeyForOperator(em: EntityManager, id: string): Promise<ApiKey> {
+  const key = PUBLIC_ID_PATTERN.test(id) ? await em.findOne(ApiKey, { id }) : null;
+  if (!key) throw new NotFoundError('API key');
+  return key;
+}
+
 export interface ApiKeyPageRequest {
   userId?: string | null;
   statuses?: readonly ApiKeyStatus[] | null;
@@ -278,31 +324,13 @@ export class ApiKeysService {
   }
 
   /** A replacement with the same kind, user and description; the old key keeps working for `previousExpiresIn` seconds. */
-  async roll(id: string, previousExpiresIn: number = DEFAULT_ROLL_GRACE_SECONDS): Promise<IssuedKey & { previous: ApiKey }> {
-    if (!Number.isInteger(previousExpiresIn) || previousExpiresIn < 0 || previousExpiresIn > MAX_ROLL_GRACE_SECONDS) {
-      throw new InvalidInputError(`previousExpiresIn must be a whole number of seconds from 0 to ${MAX_ROLL_GRACE_SECONDS}`);
-    }
+  async roll(id: string, previousExpiresIn: number = DEFAULT_ROLL_GRACE_SECONDS): Promise<RolledKey> {
+    checkGrace(previousExpiresIn);
     return this.transactions.run(this.em, async (tx) => {
       const previous = await this.manageable(tx, id);
-      const kind = apiKeyKindOf(previous);
       const holder = previous.userId ? await lockKeyHolder(tx, this.principal.accountId, previous.userId) : undefined;
-      policy.assertMayIssueApiKey(this.principal, kind, holder);
-      if (apiKeyStatusOf(previous) !== 'active') throw new InvalidInputError(`API key ${id} is ${apiKeyStatusOf(previous)}: only an active key can be rolled`);
-      const issued = await issueApiKey(tx, {
-        accountId: this.principal.accountId,
-        kind,
-        userId: previous.userId,
-        description: previous.description,
-        expiresAt: null,
-        createdByUserId: isUserPrincipal(this.principal) ? this.principal.userId : null,
-      });
-      // Same expiry as the key it replaces: rolling changes the secret, never how long access lasts.
-      if (previous.expiresAt) {
-        issued.apiKey.expiresAt = previous.expiresAt;
-        await tx.execute('update api_keys set expires_at = ? where id = ?', [previous.expiresAt, issued.apiKey.id]);
-      }
-      await shortenApiKey(tx, previous, new Date(Date.now() + previousExpiresIn * 1000));
-      return { ...issued, previous };
+      policy.assertMayIssueApiKey(this.principal, apiKeyKindOf(previous), holder);
+      return rollApiKeyRow(tx, previous, previousExpiresIn, isUserPrincipal(this.principal) ? this.principal.userId : null);
     }, 'apiKeys.roll');
   }
 
