@@ -432,6 +432,12 @@ export async function revokeGrantDelegation(em: EntityManager, grantId: string, 
       where grant_id = ? and status = 'issued' returning id, account_id, user_id, client_id`,
     [at, grantId],
   );
+  recordGrantRevocations(em, rows);
+  return rows.length;
+}
+
+/** One record per delegation whose grant was revoked (by the authorization server, or by possession of one of its tokens). */
+function recordGrantRevocations(em: EntityManager, rows: readonly { id: string; account_id: string; user_id: string | null; client_id: string }[]): void {
   for (const row of rows) {
     recordChange(em, {
       accountId: row.account_id,
@@ -442,7 +448,6 @@ export async function revokeGrantDelegation(em: EntityManager, grantId: string, 
       revokesAccess: true,
     });
   }
-  return rows.length;
 }
 
 /** An app was deleted: every delegation it held, for every user and for its account, is revoked. */
@@ -492,16 +497,7 @@ export async function revokeDelegationsHoldingTokens(em: EntityManager, digests:
       returning id, account_id, user_id, client_id`,
     [at, ...digests, ...digests],
   );
-  for (const row of rows) {
-    recordChange(em, {
-      accountId: row.account_id,
-      action: 'revoke',
-      resource: { type: 'oauth_delegation', id: row.id },
-      ...(row.user_id ? { userId: row.user_id } : {}),
-      fields: [{ name: 'revocation_reason', value: 'grant_revoked' }, { name: 'client_id', value: row.client_id }],
-      revokesAccess: true,
-    });
-  }
+  recordGrantRevocations(em, rows);
   if (rows.length) delegationsRevoked.inc({ reason: 'grant_revoked' }, rows.length);
   return rows.length;
 }
