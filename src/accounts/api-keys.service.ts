@@ -154,7 +154,7 @@ export async function revokeApiKeyRow(em: EntityManager, key: ApiKey, at: Date =
 
 /**
  * Ends a key's grace: it stops working at `until` (or at once), whichever of that and its own
- * expiry comes first. Recorded as a revocation when it takes effect now.
+ * expiry comes first.
  */
 async function shortenApiKey(em: EntityManager, key: ApiKey, until: Date): Promise<ApiKey> {
   const endsAt = key.expiresAt && key.expiresAt.getTime() < until.getTime() ? key.expiresAt : until;
@@ -166,7 +166,8 @@ async function shortenApiKey(em: EntityManager, key: ApiKey, until: Date): Promi
     resource: { type: 'api_key', id: key.id, ...(key.description ? { summary: key.description } : {}) },
     ...(key.userId ? { userId: key.userId } : {}),
     fields: [{ name: 'expires_at', value: endsAt.toISOString() }],
-    revokesAccess: endsAt.getTime() <= Date.now(),
+    // Access now ends at a known time: open sockets re-check the key and close at that time (or now).
+    revokesAccess: true,
   });
   return key;
 }

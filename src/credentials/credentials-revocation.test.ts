@@ -75,6 +75,25 @@ describe('revokeApiKey across instances', () => {
     expect(closed.at - revokedAt).toBeLessThan(1_000);
   });
 
+  test('rolled through B with a grace period: A\'s open socket of the old key stays open during it and is closed (4403, CREDENTIAL_EXPIRED) when it ends', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account);
+    const viewer = await LiveTestClient.connect(a.httpServer, `Token token=${secretOf(user.key)}`);
+    viewer.subscribe('revoked', VIEWER_REVOKED);
+    await sleep(100);
+    const [key] = await a.database.em().execute<{ id: string }[]>('select id from api_keys where user_id = ?', [user.id]);
+    const rolled = await graphqlOnB('mutation($id: ID!) { rollApiKey(input: {id: $id, previousExpiresIn: 2}) { previous { expiresAt } } }', { id: key!.id }, secretOf(account.key));
+    const graceEnds = new Date(rolled.data.rollApiKey.previous.expiresAt).getTime();
+    await sleep(500);
+    expect(viewer.socket.readyState).toBe(viewer.socket.OPEN);
+    const event = await viewer.waitFor((message) => message.id === 'revoked' && message.type === 'next', 4_000);
+    expect(event.payload.data.viewerAccessRevoked.reason).toBe('CREDENTIAL_EXPIRED');
+    const closed = await viewer.closed;
+    expect(closed.code).toBe(4403);
+    expect(closed.at).toBeGreaterThanOrEqual(graceEnds - 50);
+    expect(closed.at - graceEnds).toBeLessThan(1_000);
+  });
+
   test('revokeProvisioningToken through B: refused by A on /scim/v2 at once', async () => {
     const account = await a.createAccount();
     const token = await provisioningToken(account.id);
