@@ -84,9 +84,9 @@ async function readBody(req: http.IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** `Authorization: Bearer <provisioning token>` as the service resolves it: the `scim_` prefix routes it to its one look-up. */
+/** `Authorization: Bearer <provisioning token>` as the service resolves it: the `aagpt_` (or older `scim_`) prefix routes it to its one look-up. */
 async function authenticateBearer(header: string | undefined): Promise<Principal | undefined> {
-  const match = /^Bearer (scim_.+)$/.exec(header ?? '');
+  const match = /^Bearer ((?:aagpt|scim)_.+)$/.exec(header ?? '');
   if (!match) return undefined;
   const digest = createHash('sha256').update(match[1]!, 'utf8').digest('hex');
   const { rows } = await query<{ id: string; account_id: string }>(pool, 'select id, account_id from provisioning_tokens where token_digest = $1 and revoked_at is null', [digest]);

@@ -128,6 +128,13 @@ const OUTSIDE_SCOPE_TABLE: Record<string, string> = {
   'Query.oauthApps': 'can_update_user, a token needs oauth_delegations.read; src/oauth-server/oauth-server.apps.test.ts, test/least-privilege.test.ts',
   'Mutation.changeMyPassword': 'the calling user through a credential that may write the user, with the current password; src/oauth-server/password-change.test.ts',
   'Query.singleSignOn': 'can_update_user; src/sso/sso.oidc.test.ts',
+  'Query.apiKeys': 'SPEC section 18: account_admin, or the user themself with userId; a token needs credentials.read; src/accounts/api-keys.test.ts',
+  'Mutation.createApiKey': 'SPEC section 18: account_admin for account keys, the user themself or can_update_user for user keys, nothing minted beyond the caller; src/accounts/api-keys.test.ts',
+  'Mutation.revokeApiKey': 'SPEC section 18; src/accounts/api-keys.test.ts, src/credentials/credentials-revocation.test.ts',
+  'Mutation.rollApiKey': 'SPEC section 18; src/accounts/api-keys.test.ts',
+  'Query.provisioningTokens': 'SPEC section 18: account_admin, a token needs credentials.read; src/scim/provisioning-tokens.graphql.test.ts',
+  'Mutation.createProvisioningToken': 'SPEC section 18: account_admin with can_update_user; src/scim/provisioning-tokens.graphql.test.ts',
+  'Mutation.revokeProvisioningToken': 'SPEC section 18: account_admin; src/scim/provisioning-tokens.graphql.test.ts, src/credentials/credentials-revocation.test.ts',
 };
 
 interface CredentialKind {

@@ -80,7 +80,8 @@ async function fingerprint(): Promise<string> {
   const parts: string[] = [];
   for (const { tablename } of tables) {
     if (BOOKKEEPING_TABLES.has(tablename)) continue;
-    const [row] = await em.execute<{ digest: string | null }[]>(`select md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as digest from "${tablename}" t`);
+    // A credential's `last_used_at` is bookkeeping too: any request with a credential may record its use.
+    const [row] = await em.execute<{ digest: string | null }[]>(`select md5(coalesce(string_agg(r, '|' order by r), '')) as digest from (select (to_jsonb(t) - 'last_used_at')::text as r from "${tablename}" t) rows`);
     parts.push(`${tablename}:${row?.digest}`);
   }
   return parts.join(',');

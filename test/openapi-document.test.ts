@@ -79,7 +79,10 @@ describe('GET /openapi.json', () => {
     // Every row of the route table, and the feed, is in the document with the method and path it is served at.
     const routeKeys = features.flatMap((feature) => feature.routes).map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, '{$1}')}`);
     const described = operations(document).map(({ method, template }) => `${method} ${template}`);
-    expect(described.sort()).toEqual([...routeKeys, 'get /private/{key}/feed'].sort());
+    const plainRoutes = features.flatMap((feature) => feature.httpRouteDescriptions ?? []).map((plain) => `${plain.method} ${plain.path}`);
+    expect(plainRoutes).toEqual(expect.arrayContaining(['get /private/{key}/feed', 'post /credentials/revoke']));
+    expect(described.sort()).toEqual([...routeKeys, ...plainRoutes].sort());
+    expect(document.paths['/credentials/revoke']!.post!.security).toEqual([]);
     expect(document.paths['/users']!.put!.operationId).toBe('updateUsers');
     expect(document.paths['/private/{key}/feed']!.get!.security).toEqual([]);
     expect((document.paths['/private/{key}/feed'] as any).servers).toEqual([{ url: TEST_SETTINGS.publicFeedUrl }]);

@@ -8,14 +8,18 @@ import { startHarness, type Harness, type TestAccount } from './support/harness.
 let h: Harness;
 let counting = false;
 let statements: string[] = [];
+let usageWrites: string[] = [];
 let account: TestAccount;
 const USERS = 30;
+const RECORDS_CREDENTIAL_USE = /^update (api_keys|provisioning_tokens) set last_used_at = /;
 const SUBSCRIPTIONS_EACH = 6;
 
 beforeAll(async () => {
   h = await startHarness({
     onQuery: (sql) => {
-      if (counting) statements.push(sql);
+      // A key's use is written at most once a minute per key, off the request's path (credential-usage.ts): not a statement of the request.
+      if (counting && RECORDS_CREDENTIAL_USE.test(sql)) usageWrites.push(sql);
+      else if (counting) statements.push(sql);
     },
   });
   account = await h.createAccount();
@@ -68,6 +72,18 @@ describe('statements per request', () => {
     expect(new Set(counts)).toEqual(new Set([SUBSCRIPTIONS_EACH]));
     expect(seen).toHaveLength(4);
     expect(seen.filter(readsSubscriptionRows)).toEqual([]);
+  });
+
+  test('a key\'s use is written once, off the requests, not once per request', async () => {
+    const key = await h.accountKey(account);
+    usageWrites = [];
+    const counting = await counted(async () => {
+      for (let i = 0; i < 5; i++) await h.graphql('{ users(first: 1) { nodes { id } } }', {}, key);
+      // The write is not awaited by the request: give it a moment to be sent.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    });
+    expect(counting.statements).toHaveLength(5 * 2);
+    expect(usageWrites).toHaveLength(1);
   });
 
   test('a connection costs one statement per page, whatever the page sizes', async () => {

@@ -1,9 +1,8 @@
 import type { EntityManager } from '@mikro-orm/sql';
-import { digestSecret, newSecretToken } from '../auth/secrets.js';
 import { recordChange } from '../db/change-journal.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { Account } from './account.entity.js';
-import { ApiKey } from './api-key.entity.js';
+import { issueApiKey } from './api-keys.service.js';
 
 export interface IssuedApiKey {
   id: string;
@@ -27,35 +26,12 @@ export class AccountsService {
     return account;
   }
 
-  /** `userId` makes a user key; it must be a live user of the account. */
-  async createApiKey(options: { accountId: string; userId?: string; readOnly?: boolean; description?: string }): Promise<IssuedApiKey> {
-    const account = await this.getAccount(options.accountId);
-    if (options.userId) {
-      if (options.readOnly) throw new InvalidInputError('a user key acts with the user\'s role; --read-only applies to account keys only');
-      const [user] = await this.em.execute<{ id: string; suspended: boolean }[]>(
-        'select id, suspended_at is not null as suspended from users where id = ? and account_id = ? and deleted_at is null for share',
-        [options.userId, account.id],
-      );
-      if (!user) throw new NotFoundError('user');
-      if (user.suspended) throw new InvalidInputError(`user ${options.userId} is suspended: a suspended user cannot be given new credentials`);
-    }
-    const secret = newSecretToken();
-    const key = this.em.create(ApiKey, {
-      account,
-      userId: options.userId ?? null,
-      readOnly: options.readOnly ?? false,
-      tokenDigest: digestSecret(secret),
-      description: options.description ?? null,
-    });
-    await this.em.persist(key).flush();
-    recordChange(this.em, {
-      accountId: account.id,
-      action: 'create',
-      resource: { type: 'api_key', id: key.id, ...(key.description ? { summary: key.description } : {}) },
-      ...(options.userId ? { userId: options.userId } : {}),
-      fields: [{ name: 'read_only', value: key.readOnly }, ...(key.description ? [{ name: 'description', value: key.description }] : [])],
-    });
-    return { id: key.id, apiKey: secret };
+  /** `userId` makes a user key; it must be a live user of the account. The operator's and bootstrap's way: no creator user. */
+  async createApiKey(options: { accountId: string; userId?: string; readOnly?: boolean; description?: string; expiresAt?: Date }): Promise<IssuedApiKey> {
+    if (options.userId && options.readOnly) throw new InvalidInputError('a user key acts with the user\'s role; --read-only applies to account keys only');
+    const kind = options.userId ? 'user' : options.readOnly ? 'account_read_only' : 'account_full_access';
+    const issued = await issueApiKey(this.em, { accountId: options.accountId, kind, userId: options.userId, description: options.description, expiresAt: options.expiresAt });
+    return { id: issued.apiKey.id, apiKey: issued.secret };
   }
 
   async revokeUserApiKeys(userId: string, at: Date): Promise<void> {

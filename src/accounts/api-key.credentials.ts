@@ -1,6 +1,8 @@
 import type { CredentialResolver } from '../auth/authenticate.js';
+import { credentialUsage } from '../auth/credential-usage.js';
 import { isUserRole } from '../auth/roles.js';
 import { readPath } from '../db/read-path.js';
+import { AuthenticationError } from '../errors/domain-errors.js';
 
 interface ApiKeyRow {
   id: string;
@@ -8,17 +10,20 @@ interface ApiKeyRow {
   user_id: string | null;
   read_only: boolean;
   role: string | null;
+  expires_at: Date | string | null;
 }
 
 /**
  * One indexed query per request: the key, and for a user key the user's current role
  * (a deleted or suspended user's keys stop working even before the revocation hook has run).
+ * An expired key is refused like a revoked one, with a message saying that it expired. Its use is
+ * noted off the request's path (credential-usage.ts): no write per request.
  */
 export const apiKeyCredentials: CredentialResolver = {
   scheme: 'token',
-  async resolve(em, digest) {
+  async resolve(em, digest, now) {
     const [row] = await readPath(em).rows<ApiKeyRow>(
-      `select k.id, k.account_id, k.user_id, k.read_only, u.role
+      `select k.id, k.account_id, k.user_id, k.read_only, u.role, k.expires_at
          from api_keys k
          left join users u on u.id = k.user_id and u.deleted_at is null and u.suspended_at is null
         where k.token_digest = ? and k.revoked_at is null`,
@@ -26,10 +31,14 @@ export const apiKeyCredentials: CredentialResolver = {
       { prepared: true },
     );
     if (!row) return undefined;
+    const expiresAt = row.expires_at === null ? undefined : new Date(row.expires_at);
+    if (expiresAt && expiresAt.getTime() <= now.getTime()) throw new AuthenticationError(`The API key expired at ${expiresAt.toISOString()}.`);
     if (row.user_id === null) {
-      return { kind: 'account_key', accountId: row.account_id, credentialId: row.id, readOnly: row.read_only, rateLimitKey: `account-key:${row.id}` };
+      credentialUsage.noteUse(em, 'api_keys', row.id);
+      return { kind: 'account_key', accountId: row.account_id, credentialId: row.id, readOnly: row.read_only, rateLimitKey: `account-key:${row.id}`, ...(expiresAt ? { expiresAt } : {}) };
     }
     if (!isUserRole(row.role)) return undefined;
-    return { kind: 'user_key', accountId: row.account_id, credentialId: row.id, userId: row.user_id, role: row.role, rateLimitKey: `user:${row.user_id}` };
+    credentialUsage.noteUse(em, 'api_keys', row.id);
+    return { kind: 'user_key', accountId: row.account_id, credentialId: row.id, userId: row.user_id, role: row.role, rateLimitKey: `user:${row.user_id}`, ...(expiresAt ? { expiresAt } : {}) };
   },
 };

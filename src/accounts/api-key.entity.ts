@@ -9,7 +9,7 @@ import { Account } from './account.entity.js';
  */
 @Entity({ tableName: 'api_keys' })
 export class ApiKey {
-  [OptionalProps]?: 'id' | 'userId' | 'readOnly' | 'description' | 'createdAt' | 'revokedAt';
+  [OptionalProps]?: 'id' | 'userId' | 'readOnly' | 'description' | 'createdAt' | 'revokedAt' | 'createdByUserId' | 'expiresAt' | 'lastUsedAt' | 'tokenTail';
 
   @PrimaryKey({ type: 'string', length: 7 })
   id: string = newPublicId();
@@ -35,4 +35,20 @@ export class ApiKey {
 
   @Property({ type: 'Date', columnType: 'timestamptz', nullable: true })
   revokedAt: Date | null = null;
+
+  /** The user whose credential created the key; null when an account key or the operator CLI did. */
+  @Property({ type: 'string', length: 7, nullable: true })
+  createdByUserId: string | null = null;
+
+  /** When the key stops working by itself (a chosen expiry, or a roll's grace period); null: never. */
+  @Property({ type: 'Date', columnType: 'timestamptz', nullable: true })
+  expiresAt: Date | null = null;
+
+  /** At most a minute stale: written off the request path, at most once a minute per key (api-key-usage.ts). */
+  @Property({ type: 'Date', columnType: 'timestamptz', nullable: true })
+  lastUsedAt: Date | null = null;
+
+  /** The secret's last 4 characters, to tell keys apart; null for keys issued before it was kept. */
+  @Property({ type: 'string', length: 4, nullable: true })
+  tokenTail: string | null = null;
 }

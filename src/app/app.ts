@@ -7,6 +7,7 @@ import { DEFAULT_AUDIT_RETENTION_DAYS, type AppConfig, type LiveUpdateLimits } f
 import type { Database } from '../db/database.js';
 import type { TransactionObserver } from '../db/transaction.js';
 import type { Logger } from '../logging/logger.js';
+import { credentialUsage } from '../auth/credential-usage.js';
 import { authenticate } from '../auth/authenticate.js';
 import { deriveKey } from '../auth/server-secret.js';
 import { createApolloServer } from '../graphql/apollo.js';
@@ -159,6 +160,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     res.set('X-Request-Id', res.locals.requestId);
     next();
   };
+  // Credentials' last uses are written off the request path; a failed write is only logged.
+  credentialUsage.reportTo(logger);
   reportRateLimitStore(() => ({ memory: undefined, up: 1, down: 0 })[options.rateLimiter.storeState()]);
 
   // One line per request: no query string; the calendar key inside feed URLs and sign-in interaction ids are redacted.

@@ -8,10 +8,11 @@ import { oauthServerFeature } from '../oauth-server/oauth-server.feature.js';
 import { ssoFeature } from '../sso/sso.feature.js';
 import { scimFeature } from '../scim/scim.feature.js';
 import { liveUpdatesFeature } from '../live-updates/live-updates.feature.js';
+import { credentialsFeature } from '../credentials/credentials.feature.js';
 import type { Feature } from './feature.js';
 
 /** Every feature of the product, in one place: entities, schema, REST rows, credentials, deletion hooks. */
-export const features: readonly Feature[] = [accountsFeature, usersFeature, oauthDelegationsFeature, calendarFeedFeature, notificationSubscriptionsFeature, oauthServerFeature, ssoFeature, scimFeature, auditFeature, liveUpdatesFeature];
+export const features: readonly Feature[] = [accountsFeature, usersFeature, oauthDelegationsFeature, calendarFeedFeature, notificationSubscriptionsFeature, oauthServerFeature, ssoFeature, scimFeature, auditFeature, liveUpdatesFeature, credentialsFeature];
 
 export const allEntities = () => features.flatMap((feature) => feature.entities);
 

@@ -15,6 +15,7 @@ export interface CredentialResolver {
    * of the scheme, and theirs do not run before it for its own.
    */
   prefix?: string;
+  /** Undefined: not one of this resolver's credentials. Throws `AuthenticationError` to refuse one of its own with a reason (an expired key). */
   resolve(em: EntityManager, digest: string, now: Date): Promise<Principal | undefined>;
 }
 
@@ -45,7 +46,13 @@ export async function authenticate(
     for (const resolver of resolvers) {
       if (resolver.scheme !== presented.scheme || (resolver.prefix !== undefined) !== prefixed) continue;
       if (prefixed && !secret.startsWith(resolver.prefix!)) continue;
-      const principal = await resolver.resolve(em, presented.digest, new Date());
+      let principal: Principal | undefined;
+      try {
+        principal = await resolver.resolve(em, presented.digest, new Date());
+      } catch (error) {
+        if (error instanceof AuthenticationError) return { status: 'rejected', error };
+        throw error;
+      }
       if (!principal) continue;
       if (principal.confinedTo !== undefined && principal.confinedTo !== face) {
         return { status: 'rejected', error: new AuthenticationError(`This credential is valid only on the ${principal.confinedTo} face.`), wrongFace: true };

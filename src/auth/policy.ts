@@ -1,6 +1,8 @@
 import { ForbiddenError } from '../errors/domain-errors.js';
-import { actingUserId, canUpdateUser, isReadOnly, scopesOf, type Principal } from './principal.js';
-import type { Scope } from './scopes.js';
+import { actingUserId, canUpdateUser, isAccountAdmin, isReadOnly, isUserPrincipal, scopesOf, type Principal } from './principal.js';
+import type { UserRole } from './roles.js';
+import { READ_ONLY_ROLES } from './roles.js';
+import { SCOPES, type Scope } from './scopes.js';
 
 /** The scope a token needs to see calendar URLs (docs/security.md, "Security"). */
 export const CALENDAR_URL_SCOPE: Scope = 'users.write';
@@ -41,7 +43,79 @@ export const policy = {
     return actingUserId(principal) === userId || canUpdateUser(principal);
   },
 
+  assertAccountAdmin(principal: Principal): void {
+    if (!isAccountAdmin(principal)) throw new ForbiddenError('This action is limited to account owners, admins and account API keys.');
+  },
+
+  /** A user's API keys (never their secrets): the user themself or `account_admin`. */
+  assertMayReadApiKeysOf(principal: Principal, userId: string): void {
+    if (actingUserId(principal) === userId || isAccountAdmin(principal)) return;
+    throw new ForbiddenError('Only the user themself or an account owner, admin or account API key may see a user\'s API keys.');
+  },
+
+  /**
+   * Revoking or rolling a user's key: the user themself unless read-only or restricted, or an
+   * `account_admin` who may update users.
+   */
+  assertMayManageApiKeysOf(principal: Principal, userId: string): void {
+    if (actingUserId(principal) === userId && isUserPrincipal(principal)) {
+      if (!mayManageOwnKeys(principal.role)) throw new ForbiddenError(`A ${principal.role} may not manage API keys.`);
+      return;
+    }
+    if (!isAccountAdmin(principal) || !canUpdateUser(principal)) {
+      throw new ForbiddenError('Only the user themself or an account owner, admin or full-access account key may manage a user\'s API keys.');
+    }
+  },
+
+  /**
+   * No credential mints one with more rights than its own. A key is limited by no scope, so a token
+   * needs every scope to mint one; an account key needs `account_admin` with `can_update_user` (a
+   * full-access key acts as an admin); a user key acts with its user's role, so one for another user
+   * needs `can_update_user`, and one for the owner only the owner themself may create.
+   */
+  assertMayIssueApiKey(principal: Principal, kind: 'account_full_access' | 'account_read_only' | 'user', holder?: { id: string; role: UserRole }): void {
+    this.assertCanWrite(principal);
+    assertHoldsEveryScope(principal, 'an API key');
+    if (kind !== 'user') {
+      if (!isAccountAdmin(principal) || !canUpdateUser(principal)) {
+        throw new ForbiddenError('Only account owners, admins and full-access account keys may create account API keys.');
+      }
+      return;
+    }
+    if (!holder) throw new ForbiddenError('A USER key needs its user.');
+    if (actingUserId(principal) === holder.id && isUserPrincipal(principal)) {
+      if (!mayManageOwnKeys(principal.role)) throw new ForbiddenError(`A ${principal.role} may not create API keys.`);
+      return;
+    }
+    if (!canUpdateUser(principal)) throw new ForbiddenError('Creating an API key for another user requires the can_update_user permission.');
+    if (holder.role === 'owner') throw new ForbiddenError('Only the account owner may create an API key that acts as the owner.');
+  },
+
+  /** A provisioning token writes users (users.read, users.write) on /scim/v2: its creator must be able to. */
+  assertMayIssueProvisioningToken(principal: Principal): void {
+    this.assertCanWrite(principal);
+    const scopes = scopesOf(principal);
+    if (scopes && !(scopes.has('users.read') && scopes.has('users.write'))) {
+      throw new ForbiddenError('A provisioning token reads and writes users: creating one needs the users.read and users.write scopes.');
+    }
+    if (!isAccountAdmin(principal) || !canUpdateUser(principal)) {
+      throw new ForbiddenError('Only account owners, admins and full-access account keys may create provisioning tokens.');
+    }
+  },
+
   isSelf(principal: Principal, userId: string): boolean {
     return actingUserId(principal) === userId;
   },
 };
+
+/** Read-only roles only read; `restricted_access` holds no credentials of its own making. */
+function mayManageOwnKeys(role: UserRole): boolean {
+  return !READ_ONLY_ROLES.has(role) && role !== 'restricted_access';
+}
+
+function assertHoldsEveryScope(principal: Principal, what: string): void {
+  const scopes = scopesOf(principal);
+  if (!scopes) return;
+  const missing = SCOPES.filter((scope) => !scopes.has(scope));
+  if (missing.length) throw new ForbiddenError(`${what} is limited by no scope, so a token needs every scope to create one; this token lacks: ${missing.join(', ')}`);
+}

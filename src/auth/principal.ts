@@ -95,3 +95,12 @@ export function isReadOnly(principal: Principal): boolean {
   if (principal.kind === 'oauth_app') return ![...principal.scopes].some((scope) => scope.endsWith('.write'));
   return READ_ONLY_ROLES.has(principal.role);
 }
+
+/**
+ * `account_admin`: owners, admins, account API keys and account-level apps (their scopes limit them
+ * further); what managing the account's own credentials needs. A provisioning token never reaches
+ * an operation that asks (it is confined to /scim/v2).
+ */
+export function isAccountAdmin(principal: Principal): boolean {
+  return !isUserPrincipal(principal) || USER_MANAGER_ROLES.has(principal.role);
+}

@@ -15,10 +15,11 @@ import { createDelegationCommand } from './commands/oauth-delegations.commands.j
 import { oauthServerCommands } from './commands/oauth-server.commands.js';
 import { ssoCommands } from './commands/sso.commands.js';
 import { provisioningTokenCommands } from './commands/provisioning-tokens.commands.js';
+import { apiKeyCommands } from './commands/api-keys.commands.js';
 import { auditCommands } from './commands/audit.commands.js';
 import { resolveServerSecret } from '../auth/server-secret.js';
 
-const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands, ...ssoCommands, ...provisioningTokenCommands, ...auditCommands];
+const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, ...apiKeyCommands, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands, ...ssoCommands, ...provisioningTokenCommands, ...auditCommands];
 
 function usage(): string {
   return `Usage:\n${commands.map((command) => `  ${command.usage}`).join('\n')}\n\nReads DATABASE_URL and DATA_DIR like the server. With --json, stdout holds exactly one JSON object.`;

@@ -376,6 +376,12 @@ export async function revokeGrantDelegation(em: EntityManager, grantId: string, 
       where grant_id = ? and status = 'issued' returning id, account_id, user_id, client_id`,
     [at, grantId],
   );
+  recordGrantRevocations(em, rows);
+  return rows.length;
+}
+
+/** One record per delegation whose grant was revoked (by the authorization server, or by possession of one of its tokens). */
+function recordGrantRevocations(em: EntityManager, rows: readonly { id: string; account_id: string; user_id: string | null; client_id: string }[]): void {
   for (const row of rows) {
     recordChange(em, {
       accountId: row.account_id,
@@ -386,7 +392,6 @@ export async function revokeGrantDelegation(em: EntityManager, grantId: string, 
       revokesAccess: true,
     });
   }
-  return rows.length;
 }
 
 /**
@@ -436,5 +441,27 @@ export async function revokeClientDelegations(em: EntityManager, clientId: strin
       revokesAccess: true,
     });
   }
+  return rows.length;
+}
+
+/**
+ * Revocation by possession (`POST /credentials/revoke`): every issued delegation whose access token
+ * (an operator-issued one), or whose grant's access, refresh or client-credentials token, has one
+ * of these digests. Its tokens are refused from the commit on; each revocation is recorded.
+ */
+export async function revokeDelegationsHoldingTokens(em: EntityManager, digests: readonly string[], at: Date = new Date()): Promise<number> {
+  if (digests.length === 0) return 0;
+  const list = digests.map(() => '?').join(', ');
+  const rows = await em.execute<{ id: string; account_id: string; user_id: string | null; client_id: string }[]>(
+    `update oauth_delegations set status = 'revoked', revoked_at = ?, revocation_reason = 'grant_revoked'
+      where status = 'issued'
+        and (access_token_digest in (${list})
+          or grant_id in (select r.grant_id from oauth_server_records r
+                           where r.model in ('AccessToken', 'RefreshToken', 'ClientCredentials') and r.key_digest in (${list}) and r.grant_id is not null))
+      returning id, account_id, user_id, client_id`,
+    [at, ...digests, ...digests],
+  );
+  recordGrantRevocations(em, rows);
+  if (rows.length) delegationsRevoked.inc({ reason: 'grant_revoked' }, rows.length);
   return rows.length;
 }

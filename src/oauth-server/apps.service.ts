@@ -8,6 +8,7 @@ import type { Principal } from '../auth/principal.js';
 import { newSecretToken } from '../auth/secrets.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
+import { mayHoldScope } from '../auth/scopes.js';
 import { parseScopes, recordGrantDelegation, revokeClientDelegations, ISSUABLE_SCOPES } from '../oauth-delegations/oauth-delegation.service.js';
 import { APP_KINDS, OAuthApp, isAppKind, type AppKind } from './oauth-app.entity.js';
 import type { Sealer } from './sealing.js';
@@ -77,7 +78,9 @@ export class AppsService {
     if (kind === 'integration' && redirectUris.length) throw new InvalidInputError('an integration app uses client credentials and takes no redirect-uri');
     if (kind !== 'integration' && redirectUris.length === 0) throw new InvalidInputError('at least one --redirect-uri is required for a sign-in app');
     if (redirectUris.length > MAX_REDIRECT_URIS) throw new InvalidInputError(`at most ${MAX_REDIRECT_URIS} redirect URIs`);
-    const scopes = parseScopes(options.scopes ?? ISSUABLE_SCOPES.join(' '));
+    const scopes = parseScopes(options.scopes ?? ISSUABLE_SCOPES.filter((scope) => mayHoldScope(kind, scope)).join(' '));
+    const refused = scopes.filter((scope) => !mayHoldScope(kind, scope));
+    if (refused.length) throw new InvalidInputError(`a ${kind} app may not hold ${refused.join(', ')}: only first-party and integration apps may manage credentials`);
     if (kind === 'integration' && scopes.some((scope) => scope === 'openid' || scope === 'profile')) {
       throw new InvalidInputError('an integration app acts for the account, not a user: openid and profile do not apply');
     }

@@ -62,7 +62,7 @@ export interface OperationDescription {
 
 /** A plain HTTP route (outside the v2 API: no credential, no versioning), described for the document. */
 export interface PlainOperationDescription {
-  method: 'get';
+  method: 'get' | 'post';
   /** OpenAPI path template, e.g. `/private/{key}/feed`. */
   path: string;
   /** Which public base URL serves it (the feed may live on its own host). */

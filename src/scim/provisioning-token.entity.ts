@@ -9,7 +9,7 @@ import { newPublicId } from '../db/public-id.js';
  */
 @Entity({ tableName: 'provisioning_tokens' })
 export class ProvisioningToken {
-  [OptionalProps]?: 'id' | 'description' | 'createdAt' | 'revokedAt';
+  [OptionalProps]?: 'id' | 'description' | 'createdAt' | 'revokedAt' | 'lastUsedAt' | 'tokenTail';
 
   @PrimaryKey({ type: 'string', length: 7 })
   id: string = newPublicId();
@@ -28,4 +28,12 @@ export class ProvisioningToken {
 
   @Property({ type: 'Date', columnType: 'timestamptz', nullable: true })
   revokedAt: Date | null = null;
+
+  /** At most a minute stale, written off the request path (credential-usage.ts). */
+  @Property({ type: 'Date', columnType: 'timestamptz', nullable: true })
+  lastUsedAt: Date | null = null;
+
+  /** The token's last 4 characters; null for tokens issued before it was kept. */
+  @Property({ type: 'string', length: 4, nullable: true })
+  tokenTail: string | null = null;
 }

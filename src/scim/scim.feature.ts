@@ -1,6 +1,7 @@
 import type { Feature } from '../app/feature.js';
 import { ProvisioningToken } from './provisioning-token.entity.js';
 import { provisioningTokenCredentials } from './provisioning-token.credentials.js';
+import { ProvisioningTokenResolver } from './provisioning-token.resolver.js';
 
 /**
  * Provisioning tokens, the SCIM face's own credential. The face itself (src/scim/scim.face.ts) is
@@ -9,7 +10,7 @@ import { provisioningTokenCredentials } from './provisioning-token.credentials.j
 export const scimFeature: Feature = {
   name: 'scim',
   entities: [ProvisioningToken],
-  resolvers: [],
+  resolvers: [ProvisioningTokenResolver],
   routes: [],
-  credentialResolvers: [provisioningTokenCredentials],
+  credentialResolvers: provisioningTokenCredentials,
 };

@@ -8,7 +8,8 @@ export const createProvisioningTokenCommand: CliCommand = {
   async run(database, values) {
     const accountId = requireOption(values, 'account');
     const description = typeof values.description === 'string' ? values.description : undefined;
-    return { ...(await database.transactions.run(database.em(), (tx) => new ProvisioningTokensService(tx).create(accountId, description), 'provisioningTokens.create')) };
+    const issued = await database.transactions.run(database.em(), (tx) => new ProvisioningTokensService(tx).create(accountId, description), 'provisioningTokens.create');
+    return { id: issued.id, token: issued.token };
   },
   human: (result) => `Provisioning token ${String(result.id)} created; valid only on /scim/v2 of this account.\nToken (shown only now; the identity provider sends "Authorization: Bearer <token>"): ${String(result.token)}`,
 };
@@ -33,7 +34,8 @@ export const revokeProvisioningTokenCommand: CliCommand = {
   options: { id: { type: 'string' } },
   async run(database, values) {
     const id = requireOption(values, 'id');
-    return { ...(await database.transactions.run(database.em(), (tx) => new ProvisioningTokensService(tx).revoke(id), 'provisioningTokens.revoke')) };
+    const revoked = await database.transactions.run(database.em(), (tx) => new ProvisioningTokensService(tx).revoke(id), 'provisioningTokens.revoke');
+    return { id: revoked.id, revoked_at: revoked.revoked_at };
   },
   human: (result) => `Provisioning token ${String(result.id)} revoked at ${String(result.revoked_at)}.`,
 };

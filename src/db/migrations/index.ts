@@ -16,6 +16,7 @@ import { Migration20261124010100_audit_records_account_through_head } from './Mi
 import { Migration20261124050000_search_initials } from './Migration20261124050000_search_initials.js';
 import { Migration20261124070000_users_vacuum_after_inserts } from './Migration20261124070000_users_vacuum_after_inserts.js';
 import { Migration20261125010000_sso_browser_binding } from './Migration20261125010000_sso_browser_binding.js';
+import { Migration20261125020000_credentials_lifecycle } from './Migration20261125020000_credentials_lifecycle.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
 export const migrationsList: MigrationObject[] = [
@@ -36,4 +37,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261124050000_search_initials', class: Migration20261124050000_search_initials },
   { name: 'Migration20261124070000_users_vacuum_after_inserts', class: Migration20261124070000_users_vacuum_after_inserts },
   { name: 'Migration20261125010000_sso_browser_binding', class: Migration20261125010000_sso_browser_binding },
+  { name: 'Migration20261125020000_credentials_lifecycle', class: Migration20261125020000_credentials_lifecycle },
 ];

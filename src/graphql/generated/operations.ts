@@ -36,6 +36,24 @@ export type AccessRevocationReason =
   /** The credential's user was suspended. */
   | 'USER_SUSPENDED';
 
+/** What an API key acts as. */
+export type ApiKeyKind =
+  /** The account, with admin rights (can_update_user); no user. Prefix `aagak_`. */
+  | 'ACCOUNT_FULL_ACCESS'
+  /** The account, reads only; never sees calendar URLs. Prefix `aagro_`. */
+  | 'ACCOUNT_READ_ONLY'
+  /** One user, with that user's current role. Prefix `aaguk_`. */
+  | 'USER';
+
+/** Whether an API key works. */
+export type ApiKeyStatus =
+  /** Works (until `expiresAt`, when set). */
+  | 'ACTIVE'
+  /** Its `expiresAt` has passed (a chosen expiry, or the end of a roll's grace period): refused. */
+  | 'EXPIRED'
+  /** Revoked: refused from the next request on, on every instance. */
+  | 'REVOKED';
+
 export type AuditRecordAddedKind =
   /** A record was appended (`record`). */
   | 'ADDED'
@@ -66,11 +84,29 @@ export type ChangeMyPasswordInput = {
   newPassword: Scalars['String']['input'];
 };
 
+/** A new API key. */
+export type CreateApiKeyInput = {
+  /** What the key is for (at most 255 characters). */
+  description: InputMaybe<Scalars['String']['input']>;
+  /** When the key stops working: in the future and at most 366 days away. Omitted: never. */
+  expiresAt: InputMaybe<Scalars['DateTime']['input']>;
+  /** What the key acts as. */
+  kind: ApiKeyKind;
+  /** For a USER key: the user it acts as (the caller themself, or, with can_update_user, another user; the owner's only by the owner). Not for account keys. */
+  userId: InputMaybe<Scalars['ID']['input']>;
+};
+
 /** Subscribes a user to 1 to 100 distinct entities, in one transaction. */
 export type CreateNotificationSubscriptionsInput = {
   /** 1 to 100 entities, none twice. */
   subscribables: Array<NotificationSubscribableInput>;
   userId: Scalars['ID']['input'];
+};
+
+/** A new provisioning token. */
+export type CreateProvisioningTokenInput = {
+  /** What the token is for (at most 255 characters). */
+  description: InputMaybe<Scalars['String']['input']>;
 };
 
 /** A new user. `role` defaults to USER; OWNER cannot be assigned. */
@@ -158,11 +194,31 @@ export type RemoveNotificationSubscriptionsInput = {
   userId: Scalars['ID']['input'];
 };
 
+/** Revokes an API key. */
+export type RevokeApiKeyInput = {
+  /** The key's id. */
+  id: Scalars['ID']['input'];
+};
+
 /** Revokes one delegation of a user, of any type: a mobile or web sign-in, a third-party app's grant (INTEGRATION acting as the user), an operator-issued token. */
 export type RevokeOAuthDelegationInput = {
   /** The delegation; it must be that user's (else NOT_FOUND). */
   id: Scalars['ID']['input'];
   userId: Scalars['ID']['input'];
+};
+
+/** Revokes a provisioning token. */
+export type RevokeProvisioningTokenInput = {
+  /** The token's id. */
+  id: Scalars['ID']['input'];
+};
+
+/** Replaces an API key by a new one of the same kind, user, description and expiry. */
+export type RollApiKeyInput = {
+  /** The ACTIVE key to replace. */
+  id: Scalars['ID']['input'];
+  /** How many seconds the replaced key keeps working (0 to 604800; default 86400): time to deploy the new one. */
+  previousExpiresIn: Scalars['Int']['input'];
 };
 
 /** Changes to one user: only the fields given change. name, email, timeZone, color and role are omitted to keep them (null is refused); description and jobTitle take null to clear them. */
