@@ -1,9 +1,8 @@
 import type { AuthChecker } from 'type-graphql';
 import { ForbiddenError } from '../errors/domain-errors.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
-import { canUpdateUser, isReadOnly, isUserPrincipal, scopesOf, type Principal } from './principal.js';
+import { canUpdateUser, isAccountAdmin, isReadOnly, scopesOf, type Principal } from './principal.js';
 import { isScope, type Scope } from './scopes.js';
-import { USER_MANAGER_ROLES } from './roles.js';
 
 /**
  * What an operation or field declares with `@Authorized(...)`: OAuth scopes, plus the
@@ -15,7 +14,7 @@ const permissionChecks: Record<Exclude<Requirement, Scope>, { allows(p: Principa
   write: { allows: (p) => !isReadOnly(p), denial: 'This credential is read-only.' },
   can_update_user: { allows: canUpdateUser, denial: 'This action requires the can_update_user permission.' },
   account_admin: {
-    allows: (p) => !isUserPrincipal(p) || USER_MANAGER_ROLES.has(p.role),
+    allows: isAccountAdmin,
     denial: 'This action is limited to account owners, admins and account API keys.',
   },
 };

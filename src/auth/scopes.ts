@@ -7,6 +7,8 @@ export const SCOPES = [
   'subscribers.read',
   'subscribers.write',
   'audit_records.read',
+  'credentials.read',
+  'credentials.write',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
@@ -14,3 +16,10 @@ export type Scope = (typeof SCOPES)[number];
 export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);
 }
+
+/**
+ * Scopes that manage the account's credentials (API keys, apps, provisioning tokens, single
+ * sign-on): only the product's own apps and the account's integrations may hold them, never a
+ * third-party app (SPEC section 18).
+ */
+export const CREDENTIAL_SCOPES: ReadonlySet<string> = new Set<Scope>(['credentials.read', 'credentials.write']);

@@ -92,6 +92,12 @@ export type CreateUserInput = {
   timeZone: InputMaybe<Scalars['TimeZone']['input']>;
 };
 
+/** The app to delete. */
+export type DeleteOAuthAppInput = {
+  /** The app's client id. */
+  clientId: Scalars['ID']['input'];
+};
+
 /** Signs a user out of apps: revokes every ISSUED delegation of the user of these types. */
 export type DeleteOAuthDelegationsInput = {
   /** MOBILE (sign out of the mobile app) and/or WEB (sign out of the web app); INTEGRATION is refused. */
@@ -128,11 +134,17 @@ export type NotificationSubscriptionResult =
   /** The entity is not one of the caller's account (unknown to its registry); nothing changed. */
   | 'UNAUTHORIZED';
 
-/** MOBILE: public client (PKCE, no secret). WEB: first-party confidential client. THIRD_PARTY: confidential, users consent. INTEGRATION: acts for the account (client credentials). */
+/** MOBILE: public client (PKCE, no secret). WEB: first-party confidential client. THIRD_PARTY: confidential, users consent. INTEGRATION: acts for the account (client credentials). SPA: a browser app, public (PKCE, no secret, exact redirect URIs), its sign-ins WEB delegations that end 24 hours after sign-in. */
 export type OAuthAppKind =
+  /** Acts for the whole account with client credentials (secret); no user, no redirect URI; its rights are its scopes. */
   | 'INTEGRATION'
+  /** The product's mobile app: a public client (authorization code + PKCE, no secret); private-use scheme, https or loopback redirect URIs. */
   | 'MOBILE'
+  /** A browser app: public (PKCE, no secret), exact https redirect URIs; refresh tokens rotate on every use and end 24 hours after sign-in; its sign-ins are WEB delegations. */
+  | 'SPA'
+  /** Another company's app: confidential (secret); users see a consent page; never holds credentials.* scopes. */
   | 'THIRD_PARTY'
+  /** The product's server-side web app: a confidential client (secret) that signs users in without a consent page. */
   | 'WEB';
 
 /** An issued delegation's token works until it expires; a revoked one's never again. */
@@ -151,6 +163,18 @@ export type RegenerateUserCalendarKeyInput = {
   userId: Scalars['ID']['input'];
 };
 
+/** A new app of the caller's account. */
+export type RegisterOAuthAppInput = {
+  /** What kind of client it is. */
+  kind: OAuthAppKind;
+  /** Shown to users; 1 to 100 characters. */
+  name: Scalars['String']['input'];
+  /** Exact redirect URIs (1 to 10; none for an INTEGRATION): https (http only on loopback, not in production); a private-use scheme only for MOBILE. */
+  redirectUris: Array<Scalars['String']['input']>;
+  /** OAuth scopes the app may ask for. credentials.read and credentials.write only for WEB, MOBILE and INTEGRATION apps; openid and profile not for an INTEGRATION; a token cannot give an app a scope it does not hold itself. */
+  scopes: Array<Scalars['String']['input']>;
+};
+
 /** Unsubscribes a user from 1 to 100 distinct entities, in one transaction. */
 export type RemoveNotificationSubscriptionsInput = {
   /** 1 to 100 entities, none twice. */
@@ -160,9 +184,32 @@ export type RemoveNotificationSubscriptionsInput = {
 
 /** Revokes one delegation of a user, of any type: a mobile or web sign-in, a third-party app's grant (INTEGRATION acting as the user), an operator-issued token. */
 export type RevokeOAuthDelegationInput = {
-  /** The delegation; it must be that user's (else NOT_FOUND). */
+  /** The delegation; with userId, it must be that user's (else NOT_FOUND). */
   id: Scalars['ID']['input'];
-  userId: Scalars['ID']['input'];
+  /** The user whose delegation it is. Omitted: the delegation is found by id alone (an integration app's account-wide delegation has no user). */
+  userId: InputMaybe<Scalars['ID']['input']>;
+};
+
+/** Which app gets a new secret, and how long the one it replaces keeps working. */
+export type RotateOAuthAppSecretInput = {
+  /** The app's client id. */
+  clientId: Scalars['ID']['input'];
+  /** Seconds the previous secret keeps working, 0 to 604800 (default 86400). A secret rotated out earlier stops now. */
+  previousExpiresIn: Scalars['Int']['input'];
+};
+
+/** What to change of an app; omitted fields stay as they are. */
+export type UpdateOAuthAppInput = {
+  /** The app's client id. */
+  clientId: Scalars['ID']['input'];
+  /** True: the app's tokens are refused and its sign-ins and client authentications fail, at once, until it is enabled again (false). */
+  disabled: InputMaybe<Scalars['Boolean']['input']>;
+  /** A new name. */
+  name: InputMaybe<Scalars['String']['input']>;
+  /** The new redirect URIs (replacing all), under the same rules as registerOAuthApp. */
+  redirectUris: InputMaybe<Array<Scalars['String']['input']>>;
+  /** The new scopes (replacing all). OAuth scopes the app may ask for. credentials.read and credentials.write only for WEB, MOBILE and INTEGRATION apps; openid and profile not for an INTEGRATION; a token cannot give an app a scope it does not hold itself. */
+  scopes: InputMaybe<Array<Scalars['String']['input']>>;
 };
 
 /** Changes to one user: only the fields given change. name, email, timeZone, color and role are omitted to keep them (null is refused); description and jobTitle take null to clear them. */
@@ -291,9 +338,9 @@ export type ListUserOAuthDelegationsQueryVariables = Exact<{
 }>;
 
 
-export type ListUserOAuthDelegationsQuery = { oauthDelegations: { nodes: Array<{ id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type ListUserOAuthDelegationsQuery = { oauthDelegations: { nodes: Array<{ id: string, userId: string | null, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string | null, htmlUrl: string | null }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
-export type RestOAuthDelegationFieldsFragment = { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string };
+export type RestOAuthDelegationFieldsFragment = { id: string, userId: string | null, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string | null, htmlUrl: string | null };
 
 export type OAuthDelegationRevocationRequestsStatusQueryVariables = Exact<{
   requestedAtEnd: InputMaybe<Scalars['DateTime']['input']>;
@@ -315,7 +362,7 @@ export type ShowUserOAuthDelegationQueryVariables = Exact<{
 }>;
 
 
-export type ShowUserOAuthDelegationQuery = { oauthDelegation: { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string } };
+export type ShowUserOAuthDelegationQuery = { oauthDelegation: { id: string, userId: string | null, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string | null, htmlUrl: string | null } };
 
 export type CreateScimUserMutationVariables = Exact<{
   input: CreateUserInput;
