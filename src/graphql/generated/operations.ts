@@ -66,6 +66,20 @@ export type ChangeMyPasswordInput = {
   newPassword: Scalars['String']['input'];
 };
 
+/** The account's identity provider: exactly one of oidc and saml. */
+export type ConfigureSingleSignOnInput = {
+  /** True: a user the provider vouches for and the account lacks is created (role user). */
+  jit: Scalars['Boolean']['input'];
+  /** Shown as "Sign in with <name>" (default: the provider's host name). */
+  name: InputMaybe<Scalars['String']['input']>;
+  /** An OpenID Connect provider. */
+  oidc: InputMaybe<OidcIdentityProviderInput>;
+  /** True: the account's users may sign in only through the provider (passwords stop working). */
+  requireSso: Scalars['Boolean']['input'];
+  /** A SAML 2.0 provider. */
+  saml: InputMaybe<SamlIdentityProviderInput>;
+};
+
 /** Subscribes a user to 1 to 100 distinct entities, in one transaction. */
 export type CreateNotificationSubscriptionsInput = {
   /** 1 to 100 entities, none twice. */
@@ -158,6 +172,16 @@ export type OAuthDelegationType =
   | 'MOBILE'
   | 'WEB';
 
+/** An OpenID Connect identity provider. */
+export type OidcIdentityProviderInput = {
+  /** This service's client id at the provider. */
+  clientId: Scalars['String']['input'];
+  /** The client secret: write-only (stored sealed, never shown). Null: a public client (PKCE only). */
+  clientSecret: InputMaybe<Scalars['String']['input']>;
+  /** The issuer URL: https (http only on loopback outside production). Its discovery document is fetched now; a private, loopback or link-local address is refused in production. */
+  issuer: Scalars['String']['input'];
+};
+
 export type RegenerateUserCalendarKeyInput = {
   /** The user whose calendar key is replaced: yourself, or anyone with can_update_user. */
   userId: Scalars['ID']['input'];
@@ -197,6 +221,19 @@ export type RotateOAuthAppSecretInput = {
   /** Seconds the previous secret keeps working, 0 to 604800 (default 86400). A secret rotated out earlier stops now. */
   previousExpiresIn: Scalars['Int']['input'];
 };
+
+/** A SAML 2.0 identity provider. */
+export type SamlIdentityProviderInput = {
+  /** The provider's metadata XML (entity id, HTTP-Redirect sign-in URL, signing certificates); a malformed document is BAD_USER_INPUT. */
+  metadataXml: Scalars['String']['input'];
+};
+
+/** How the identity provider signs users in. */
+export type SsoProtocol =
+  /** OpenID Connect: this service is the relying party (authorization code + PKCE). */
+  | 'OIDC'
+  /** SAML 2.0: this service is the service provider (signed assertions, HTTP-POST). */
+  | 'SAML';
 
 /** What to change of an app; omitted fields stay as they are. */
 export type UpdateOAuthAppInput = {
