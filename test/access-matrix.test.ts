@@ -128,6 +128,14 @@ const OUTSIDE_SCOPE_TABLE: Record<string, string> = {
   'Query.oauthApps': 'can_update_user, a token needs oauth_delegations.read; src/oauth-server/oauth-server.apps.test.ts, test/least-privilege.test.ts',
   'Mutation.changeMyPassword': 'the calling user through a credential that may write the user, with the current password; src/oauth-server/password-change.test.ts',
   'Query.singleSignOn': 'can_update_user; src/sso/sso.oidc.test.ts',
+  // SPEC section 18: account_admin, a token needs credentials.write (scopes added after the section 2 table).
+  'Mutation.registerOAuthApp': 'account_admin, write, a token needs credentials.write; src/oauth-server/apps.graphql.test.ts',
+  'Mutation.rotateOAuthAppSecret': 'account_admin, write, a token needs credentials.write; src/oauth-server/apps.graphql.test.ts',
+  'Mutation.updateOAuthApp': 'account_admin, write, a token needs credentials.write; src/oauth-server/apps.graphql.test.ts',
+  'Mutation.deleteOAuthApp': 'account_admin, write, a token needs credentials.write; src/oauth-server/apps.graphql.test.ts',
+  'Mutation.configureSingleSignOn': 'account_admin, write, a token needs credentials.write; src/sso/sso.graphql.test.ts',
+  'Mutation.disableSingleSignOn': 'account_admin, write, a token needs credentials.write; src/sso/sso.graphql.test.ts',
+  'Query.subscribables': 'any member of the account, a token needs subscribers.read; src/notification-subscriptions/subscribables.graphql.test.ts',
 };
 
 interface CredentialKind {

@@ -7,6 +7,7 @@ import { scannableSecretKind } from '../auth/secret-format.js';
 import type { UserRole } from '../auth/roles.js';
 import { User } from '../users/user.entity.js';
 import { disableAppCommand, enableAppCommand, rotateAppSecretCommand } from '../cli/commands/oauth-server.commands.js';
+import { LiveTestClient, sleep } from '../../test/support/live-client.js';
 import { PASSWORD, api, discover, givePassword, graphqlCall, newMember, registerApp, signIn, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
 
 const fixture = useOAuthServers();
@@ -326,5 +327,35 @@ describe('deleteOAuthApp and the integration\'s account-wide delegation', () => 
     const revoked = await revoke(`Token token=${m.ownerKey}`);
     expect(revoked.data.revokeOAuthDelegation.oauthDelegation).toEqual({ id: delegationId, status: 'REVOKED' });
     expect((await api(second(), 'GET', '/users', bearer)).status).toBe(401);
+  });
+});
+
+describe('open sockets', () => {
+  test('disabling an app closes the live connections of its users\' tokens on the other instance; another app\'s stay open', async () => {
+    const m = await newMember(fixture.database);
+    const webApp = async (name: string) => {
+      const { app, clientSecret } = await registerApp(fixture.database, fixture.serverSecret, { accountId: m.accountId, kind: 'web', redirectUris: [WEB_REDIRECT], scopes: 'users.read', name });
+      const config = await discover(first().url, app.clientId, client.ClientSecretBasic(clientSecret!));
+      const { tokens } = await signIn({ config, baseUrl: first().url, redirectUri: WEB_REDIRECT, scope: 'users.read', email: m.email, password: PASSWORD });
+      return { app, bearer: `Bearer ${tokens.access_token}` };
+    };
+    const disabledOne = await webApp('To be disabled');
+    const kept = await webApp('Kept');
+    const revoked = await LiveTestClient.connect(second().server, disabledOne.bearer);
+    const untouched = await LiveTestClient.connect(second().server, kept.bearer);
+    const subscription = 'subscription { viewerAccessRevoked { reason } }';
+    revoked.subscribe('revoked', subscription);
+    untouched.subscribe('revoked', subscription);
+    await sleep(100);
+
+    const at = Date.now();
+    const result = await graphqlCall(first(), `Token token=${m.ownerKey}`, UPDATE, { input: { clientId: disabledOne.app.clientId, disabled: true } });
+    expect(result.errors).toBeUndefined();
+    const closed = await revoked.closed;
+    expect(closed.code).toBe(4403);
+    expect(closed.at - at).toBeLessThan(2_000);
+    await sleep(300);
+    expect(untouched.socket.readyState).toBe(untouched.socket.OPEN);
+    untouched.close();
   });
 });

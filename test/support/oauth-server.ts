@@ -21,6 +21,8 @@ import { User } from '../../src/users/user.entity.js';
 /** One server instance listening on an ephemeral port, so a real OAuth client can talk HTTP to it. */
 export interface Instance {
   url: string;
+  /** The server listening at `url` (what a WebSocket client connects to). */
+  server: http.Server;
   app: App;
   rateLimiter: RateLimiter;
 }
@@ -45,7 +47,9 @@ export async function startInstances(database: Database, count: number, logs: st
     const rateLimiter = createRateLimiter({ perMinute: 1_000_000, logger });
     const app = await createApp({ settings: { ...TEST_SETTINGS, publicApiUrl: issuer }, database, logger, serverSecret, rateLimiter });
     server.on('request', app.app);
-    instances.push({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, app, rateLimiter });
+    // Live updates (WebSocket upgrades on /graphql) are served by the app's own server's upgrade handler.
+    server.on('upgrade', (request, socket, head) => app.httpServer.emit('upgrade', request, socket, head));
+    instances.push({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, app, rateLimiter });
   }
   return {
     instances,
