@@ -8,7 +8,7 @@ import type { UserRole } from '../auth/roles.js';
 import { User } from '../users/user.entity.js';
 import { disableAppCommand, enableAppCommand, rotateAppSecretCommand } from '../cli/commands/oauth-server.commands.js';
 import { LiveTestClient, sleep } from '../../test/support/live-client.js';
-import { PASSWORD, api, discover, givePassword, graphqlCall, newMember, registerApp, signIn, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
+import { PASSWORD, api, discover, givePassword, graphqlCall, newMember, registerApp, signIn, useOAuthServers, type Member, oauthError } from '../../test/support/oauth-server.js';
 
 const fixture = useOAuthServers();
 const WEB_REDIRECT = 'https://web.example.com/callback';
@@ -27,14 +27,6 @@ const second = () => fixture.instances[1]!;
 
 function codeOf(result: { errors?: Array<{ extensions?: { code?: string } }> }): string | undefined {
   return result.errors?.[0]?.extensions?.code;
-}
-
-/** The OAuth error a refused request ends with. */
-function oauthError(request: Promise<unknown>): Promise<string | undefined> {
-  return request.then(
-    () => 'granted',
-    (error: { error?: string; cause?: Array<{ parameters?: { error?: string } }> }) => error.error ?? (Array.isArray(error.cause) ? error.cause[0]?.parameters?.error : undefined),
-  );
 }
 
 async function userWithRole(accountId: string, role: UserRole): Promise<{ userId: string; email: string }> {

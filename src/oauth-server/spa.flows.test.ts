@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
-import { CookieJar, PASSWORD, api, browse, discover, graphqlCall, newMember, registerApp, signIn, useOAuthServers } from '../../test/support/oauth-server.js';
+import { CookieJar, PASSWORD, api, browse, discover, graphqlCall, newMember, registerApp, signIn, useOAuthServers, oauthError } from '../../test/support/oauth-server.js';
 import { SCOPE_DESCRIPTIONS, consentPage } from './pages.js';
 import { ISSUABLE_SCOPES } from '../oauth-delegations/oauth-delegation.service.js';
 
@@ -11,13 +11,6 @@ const DAY_SECONDS = 24 * 3600;
 
 const first = () => fixture.instances[0]!;
 const second = () => fixture.instances[1]!;
-
-function oauthError(request: Promise<unknown>): Promise<string | undefined> {
-  return request.then(
-    () => 'granted',
-    (error: { error?: string; cause?: Array<{ parameters?: { error?: string } }> }) => error.error ?? (Array.isArray(error.cause) ? error.cause[0]?.parameters?.error : undefined),
-  );
-}
 
 async function refreshTokenRows(clientId: string) {
   return fixture.database.em().execute<Array<{ grant_id: string; consumed: boolean; seconds_left: string }>>(

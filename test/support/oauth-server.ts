@@ -250,3 +250,11 @@ export function useOAuthServers(count = 2): OAuthFixture {
   });
   return fixture;
 }
+
+/** The OAuth error code a refused request ends with ('granted' when it was not refused; a 401 carries its challenge, which matchers cannot walk). */
+export function oauthError(request: Promise<unknown>): Promise<string | undefined> {
+  return request.then(
+    () => 'granted',
+    (error: { error?: string; cause?: Array<{ parameters?: { error?: string } }> }) => error.error ?? (Array.isArray(error.cause) ? error.cause[0]?.parameters?.error : undefined),
+  );
+}
