@@ -135,6 +135,14 @@ const OUTSIDE_SCOPE_TABLE: Record<string, string> = {
   'Query.provisioningTokens': 'SPEC section 18: account_admin, a token needs credentials.read; src/scim/provisioning-tokens.graphql.test.ts',
   'Mutation.createProvisioningToken': 'SPEC section 18: account_admin with can_update_user; src/scim/provisioning-tokens.graphql.test.ts',
   'Mutation.revokeProvisioningToken': 'SPEC section 18: account_admin; src/scim/provisioning-tokens.graphql.test.ts, src/credentials/credentials-revocation.test.ts',
+  // SPEC section 18: account_admin, a token needs credentials.write (scopes added after the section 2 table).
+  'Mutation.registerOAuthApp': 'account_admin, write, a token needs credentials.write; src/oauth-server/apps.graphql.test.ts',
+  'Mutation.rotateOAuthAppSecret': 'account_admin, write, a token needs credentials.write; src/oauth-server/apps.graphql.test.ts',
+  'Mutation.updateOAuthApp': 'account_admin, write, a token needs credentials.write; src/oauth-server/apps.graphql.test.ts',
+  'Mutation.deleteOAuthApp': 'account_admin, write, a token needs credentials.write; src/oauth-server/apps.graphql.test.ts',
+  'Mutation.configureSingleSignOn': 'account_admin, write, a token needs credentials.write; src/sso/sso.graphql.test.ts',
+  'Mutation.disableSingleSignOn': 'account_admin, write, a token needs credentials.write; src/sso/sso.graphql.test.ts',
+  'Query.subscribables': 'any member of the account, a token needs subscribers.read; src/notification-subscriptions/subscribables.graphql.test.ts',
 };
 
 interface CredentialKind {

@@ -45,7 +45,7 @@ export type AppSettings = Pick<
   'publicApiUrl' | 'publicWebUrl' | 'publicFeedUrl' | 'apiVendor' | 'introspection' | 'landingPage' | 'corsOrigins' | 'graphqlMaxDepth' | 'graphqlMaxCost'
 > &
   /** Unset: the document is served, the page is not; no proxy is trusted. */
-  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'trustProxy' | 'auditRetentionDays'>>;
+  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'trustProxy' | 'auditRetentionDays' | 'nodeEnv'>>;
 
 export interface AppOptions {
   settings: AppSettings;
@@ -88,6 +88,7 @@ export function buildRuntime(settings: AppSettings, serverSecret: Buffer): Runti
     urls: { api: settings.publicApiUrl, web: settings.publicWebUrl, feed: settings.publicFeedUrl },
     trustProxy: settings.trustProxy ?? false,
     serverSecret,
+    production: settings.nodeEnv === 'production',
     cursors: new CursorCodec(deriveKey(serverSecret, 'pagination-cursor')),
     credentialResolvers: features.flatMap((feature) => feature.credentialResolvers ?? []),
     userDeletedHooks: features.flatMap((feature) => (feature.onUserDeleted ? [feature.onUserDeleted] : [])),

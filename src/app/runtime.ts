@@ -17,6 +17,8 @@ export interface Runtime {
   /** TRUST_PROXY: which proxies may name the client's address and scheme. */
   trustProxy: TrustProxy;
   serverSecret: Buffer;
+  /** NODE_ENV=production: loopback and private addresses are refused where development allows them (redirect URIs, an issuer's discovery). */
+  production: boolean;
   cursors: CursorCodec;
   credentialResolvers: readonly CredentialResolver[];
   userDeletedHooks: readonly UserDeletedHook[];

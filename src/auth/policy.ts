@@ -16,6 +16,17 @@ export const policy = {
     if (isReadOnly(principal)) throw new ForbiddenError('This credential is read-only.');
   },
 
+  /**
+   * The account's own credentials (apps, an integration's account-wide delegation, single sign-on):
+   * `account_admin`, and a token needs `credentials.read` or `credentials.write` (SPEC section 18).
+   * For targets found only after a look-up; operations declare the same on the schema.
+   */
+  assertManagesAccountCredentials(principal: Principal, access: 'read' | 'write'): void {
+    const scopes = scopesOf(principal);
+    if (scopes && !scopes.has(`credentials.${access}`)) throw new ForbiddenError(`This OAuth token lacks the required scope: credentials.${access}`);
+    if (!isAccountAdmin(principal)) throw new ForbiddenError('This action is limited to account owners, admins and account API keys.');
+  },
+
   assertCanUpdateUsers(principal: Principal): void {
     if (!canUpdateUser(principal)) throw new ForbiddenError('This action requires the can_update_user permission.');
   },

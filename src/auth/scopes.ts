@@ -18,12 +18,8 @@ export function isScope(value: string): value is Scope {
 }
 
 /**
- * Scopes over the account's credentials (API keys, provisioning tokens): only the product's own
- * apps (`web`, `mobile`) and integration apps may hold them; a third-party app is never registered with them.
+ * Scopes that manage the account's credentials (API keys, apps, provisioning tokens, single
+ * sign-on): only the product's own apps and the account's integrations may hold them, never a
+ * third-party app (SPEC section 18).
  */
-export const FIRST_PARTY_AND_INTEGRATION_SCOPES: readonly Scope[] = ['credentials.read', 'credentials.write'];
-
-/** The scopes an app of this kind may be registered with. */
-export function mayHoldScope(appKind: string, scope: string): boolean {
-  return appKind !== 'third_party' || !(FIRST_PARTY_AND_INTEGRATION_SCOPES as readonly string[]).includes(scope);
-}
+export const CREDENTIAL_SCOPES: ReadonlySet<string> = new Set<Scope>(['credentials.read', 'credentials.write']);

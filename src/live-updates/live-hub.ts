@@ -234,7 +234,8 @@ export class LiveHub {
       for (const connection of this.connections) {
         if (connection.principal.accountId !== change.accountId) continue;
         // Account-level credentials (keys, apps) are re-checked on any revocation in their account: one indexed query each.
-        if (connection.userId === undefined || connection.userId === change.userId || connection.principal.credentialId === change.resourceId) this.recheck(connection, change);
+        // A revocation about no user (an app disabled or deleted) may end any user's tokens of that app: every connection of the account is re-checked.
+        if (connection.userId === undefined || change.userId === undefined || connection.userId === change.userId || connection.principal.credentialId === change.resourceId) this.recheck(connection, change);
       }
     }
   }

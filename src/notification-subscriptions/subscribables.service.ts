@@ -21,7 +21,30 @@ export const DEMO_SUBSCRIBABLES: readonly { type: SubscribableType; id: string; 
   { type: 'business_service', id: 'PBIZ002', name: 'Customer Portal' },
 ];
 
-/** The operator's side of the registry of subscribable entities (the CLI feeds it). */
+/** One entry of the registry as a picker shows it. */
+export interface SubscribableEntry {
+  /** Internal key: unique across types, what a client cache keys it by. */
+  key: string;
+  publicId: string;
+  type: SubscribableType;
+  name: string;
+}
+
+export interface SubscribablePageRequest {
+  first: number;
+  type?: SubscribableType;
+  /** A case-insensitive substring of the name or the public id. */
+  query?: string;
+  /** The last entry of the previous page, in the name order. */
+  after?: { name: string; type: string; publicId: string };
+}
+
+/** `%`, `_` and `\` match themselves in a user's search text. */
+function likePattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
+}
+
+/** The operator's side of the registry of subscribable entities (the CLI feeds it), and the picker's read. */
 export class SubscribablesService {
   constructor(private readonly em: EntityManager) {}
 
@@ -44,6 +67,42 @@ export class SubscribablesService {
       [randomUUID(), account.id, input.type, id, name],
     );
     return { id: row!.public_id, type: row!.type, name: row!.name, accountId: account.id };
+  }
+
+  /**
+   * A page of the account's registry in name order (then type and id), optionally of one type
+   * and matching `query` in the name or the id, whatever the case. One statement per page (the
+   * registry is an account's incidents and services: walked through the account's rows).
+   */
+  async page(accountId: string, request: SubscribablePageRequest): Promise<{ items: SubscribableEntry[]; hasNextPage: boolean; countTotal(): Promise<number> }> {
+    const conditions = ['account_id = ?'];
+    const params: unknown[] = [accountId];
+    if (request.type) {
+      conditions.push('type = ?');
+      params.push(request.type);
+    }
+    if (request.query) {
+      conditions.push("(name ilike ? escape '\\' or public_id ilike ? escape '\\')");
+      params.push(likePattern(request.query), likePattern(request.query));
+    }
+    const filtered = [...conditions];
+    const filterParams = [...params];
+    if (request.after) {
+      conditions.push('(name, type, public_id) > (?, ?, ?)');
+      params.push(request.after.name, request.after.type, request.after.publicId);
+    }
+    const rows = await this.em.execute<Array<{ id: string; public_id: string; type: SubscribableType; name: string }>>(
+      `select id, public_id, type, name from subscribables where ${conditions.join(' and ')} order by name, type, public_id limit ?`,
+      [...params, request.first + 1],
+    );
+    return {
+      items: rows.slice(0, request.first).map((row) => ({ key: row.id, publicId: row.public_id, type: row.type, name: row.name })),
+      hasNextPage: rows.length > request.first,
+      countTotal: async () => {
+        const [row] = await this.em.execute<{ count: string }[]>(`select count(*) as count from subscribables where ${filtered.join(' and ')}`, filterParams);
+        return Number(row!.count);
+      },
+    };
   }
 
   async addDemoEntities(accountId: string): Promise<RegisteredSubscribable[]> {

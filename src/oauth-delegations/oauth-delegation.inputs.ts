@@ -19,10 +19,10 @@ export class DeleteOAuthDelegationsPayload {
 
 @InputType({ description: 'Revokes one delegation of a user, of any type: a mobile or web sign-in, a third-party app\'s grant (INTEGRATION acting as the user), an operator-issued token.' })
 export class RevokeOAuthDelegationInput {
-  @Field(() => ID)
-  userId!: string;
+  @Field(() => ID, { nullable: true, description: 'The user whose delegation it is. Omitted: the delegation is found by id alone (an integration app\'s account-wide delegation has no user).' })
+  userId?: string | null;
 
-  @Field(() => ID, { description: 'The delegation; it must be that user\'s (else NOT_FOUND).' })
+  @Field(() => ID, { description: 'The delegation; with userId, it must be that user\'s (else NOT_FOUND).' })
   id!: string;
 }
 

@@ -131,23 +131,24 @@ export class OAuthDelegationResolver {
   @Authorized<Requirement>('oauth_delegations.write')
   @Mutation(() => RevokeOAuthDelegationPayload, {
     description: 'Revokes one of a user\'s delegations, whatever its type (third-party apps\' grants are INTEGRATION delegations with a user), '
-      + 'before answering: its access and refresh tokens are refused from the next request on. The user themself or can_update_user.',
+      + 'before answering: its access and refresh tokens are refused from the next request on. The user themself or can_update_user. '
+      + 'Without userId, an integration app\'s account-wide delegation (OAuthApp.delegation) may be revoked too: account_admin, and a token needs credentials.write.',
   })
   async revokeOAuthDelegation(
     @Arg('input', () => RevokeOAuthDelegationInput) input: RevokeOAuthDelegationInput,
     @Ctx() context: Context,
   ): Promise<RevokeOAuthDelegationPayload> {
-    return { oauthDelegation: await oauthDelegationsService(context).revokeOne(input.userId, input.id) };
+    return { oauthDelegation: await oauthDelegationsService(context).revokeOne(input.userId ?? undefined, input.id) };
   }
 
-  @FieldResolver(() => URLScalar, { description: 'The delegation\'s REST API URL.' })
-  self(@Root() delegation: OAuthDelegation, @Ctx() context: Context): string {
-    return `${context.runtime.urls.api}/users/${delegation.userId}/oauth_delegations/${delegation.id}`;
+  @FieldResolver(() => URLScalar, { nullable: true, description: 'The delegation\'s REST API URL; null for an integration app\'s account-wide delegation, which has no REST path.' })
+  self(@Root() delegation: OAuthDelegation, @Ctx() context: Context): string | null {
+    return delegation.userId === null ? null : `${context.runtime.urls.api}/users/${delegation.userId}/oauth_delegations/${delegation.id}`;
   }
 
-  @FieldResolver(() => URLScalar, { description: 'Where the delegation is shown in the web app.' })
-  htmlUrl(@Root() delegation: OAuthDelegation, @Ctx() context: Context): string {
-    return `${context.runtime.urls.web}/users/${delegation.userId}/oauth_delegations/${delegation.id}`;
+  @FieldResolver(() => URLScalar, { nullable: true, description: 'Where the delegation is shown in the web app; null for an integration app\'s account-wide delegation.' })
+  htmlUrl(@Root() delegation: OAuthDelegation, @Ctx() context: Context): string | null {
+    return delegation.userId === null ? null : `${context.runtime.urls.web}/users/${delegation.userId}/oauth_delegations/${delegation.id}`;
   }
 
   @FieldResolver(() => [String], { description: 'The granted OAuth scopes.' })

@@ -136,8 +136,20 @@ export class OAuthDelegationsService {
    * Revokes one of the user's delegations, whatever its type (a third-party app's grant included):
    * the user themself or can_update_user. Another user's or account's delegation, or an id that is
    * not a uuid, is not found. Revoking a revoked delegation changes nothing and answers the same.
+   * Without `userId`, the delegation is found by id alone: a user's (same rights), or an
+   * integration's account-wide one (`account_admin`, a token with `credentials.write`).
    */
-  async revokeOne(userId: string, id: string): Promise<OAuthDelegation> {
+  async revokeOne(userId: string | undefined, id: string): Promise<OAuthDelegation> {
+    if (userId === undefined) {
+      const found = isUuid(id) ? await this.em.findOne(OAuthDelegation, { id, account: this.principal.accountId }) : null;
+      if (!found) throw new NotFoundError('OAuth delegation');
+      if (found.userId !== null) return this.revokeOne(found.userId, id);
+      policy.assertManagesAccountCredentials(this.principal, 'write');
+      return this.transactions.run(this.em, async (em) => {
+        await revokeAccountWide(em, this.principal, id);
+        return em.refresh(found) as Promise<OAuthDelegation>;
+      }, 'oauthDelegations.revokeAccountWide');
+    }
     this.assertMayManage(userId);
     return this.transactions.run(this.em, async (em) => {
       if (!(await lockLiveUser(em, this.principal.accountId, userId))) throw new NotFoundError('user');
@@ -149,6 +161,12 @@ export class OAuthDelegationsService {
       else await revokeIssued(em, { accountId: this.principal.accountId, userId, ids: [id] }, { ...by, at: new Date() });
       return em.refresh(delegation) as Promise<OAuthDelegation>;
     }, 'oauthDelegations.revokeOne');
+  }
+
+  /** An integration app's account-wide delegation (`OAuthApp.delegation`): `account_admin`, a token with `credentials.read`. */
+  async accountWideOf(clientId: string): Promise<OAuthDelegation | null> {
+    policy.assertManagesAccountCredentials(this.principal, 'read');
+    return this.em.findOne(OAuthDelegation, { account: this.principal.accountId, grantId: `client:${clientId}`, userId: null });
   }
 
   /** A user's delegations, newest first; 404 for a user that is not (or no longer) in the account. */
@@ -215,8 +233,14 @@ export class OAuthDelegationsService {
     const delegation = isUuid(id)
       ? await this.em.findOne(OAuthDelegation, { id, account: this.principal.accountId, ...(userId !== undefined ? { userId } : {}) })
       : null;
-    // An integration acting for the whole account has no user, so no user's delegation path reaches it.
-    if (!delegation || delegation.userId === null) throw new NotFoundError('OAuth delegation');
+    if (!delegation) throw new NotFoundError('OAuth delegation');
+    // An integration acting for the whole account has no user, so no user's delegation path reaches it;
+    // by id alone it is the account's credential, for those who manage those.
+    if (delegation.userId === null) {
+      if (userId !== undefined) throw new NotFoundError('OAuth delegation');
+      policy.assertManagesAccountCredentials(this.principal, 'read');
+      return delegation;
+    }
     if (userId === undefined) this.assertMayManage(delegation.userId);
     if (!(await isLiveUser(this.em, this.principal.accountId, delegation.userId))) throw new NotFoundError('OAuth delegation');
     return delegation;
@@ -412,6 +436,26 @@ export async function recordTokenRevoked(em: EntityManager, grantId: string): Pr
     fields: [{ name: 'client_id', value: row.client_id }],
     revokesAccess: true,
   });
+}
+
+/** An integration's account-wide delegation, revoked by an account admin: its client-credentials tokens die with it. */
+async function revokeAccountWide(em: EntityManager, principal: Principal, id: string, at: Date = new Date()): Promise<number> {
+  const rows = await em.execute<{ id: string; account_id: string; client_id: string }[]>(
+    `update oauth_delegations set status = 'revoked', revoked_at = ?, revoked_by_kind = ?, revoked_by_credential_id = ?, revocation_reason = 'sign_out'
+      where id = ? and account_id = ? and user_id is null and status = 'issued' returning id, account_id, client_id`,
+    [at, principal.kind, principal.credentialId, id, principal.accountId],
+  );
+  for (const row of rows) {
+    delegationsRevoked.inc({ reason: 'sign_out' }, 1);
+    recordChange(em, {
+      accountId: row.account_id,
+      action: 'revoke',
+      resource: { type: 'oauth_delegation', id: row.id },
+      fields: [{ name: 'revocation_reason', value: 'sign_out' }, { name: 'client_id', value: row.client_id }],
+      revokesAccess: true,
+    });
+  }
+  return rows.length;
 }
 
 /** An app was deleted: every delegation it held, for every user and for its account, is revoked. */

@@ -33,8 +33,8 @@ export class OAuthDelegationObject implements Partial<Record<keyof OAuthDelegati
   @Field(() => ID, { description: 'A uuid.' })
   id!: string;
 
-  @Field(() => ID, { description: 'The user the delegation acts as.' })
-  userId!: string;
+  @Field(() => ID, { nullable: true, description: 'The user the delegation acts as; null for an integration app\'s account-wide delegation (it acts for the account).' })
+  userId!: string | null;
 
   @Field(() => OAuthDelegationTypeEnum)
   delegationType!: DelegationType;

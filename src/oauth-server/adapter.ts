@@ -3,17 +3,12 @@ import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { digestSecret } from '../auth/secrets.js';
 import type { Database } from '../db/database.js';
 import type { Sealer } from './sealing.js';
-import { clientMetadataFor } from './apps.service.js';
+import { clientCredentialsGrantId, clientMetadataFor } from './apps.service.js';
 import { recordTokenRevoked, revokeGrantDelegation } from '../oauth-delegations/oauth-delegation.service.js';
 
 interface RecordRow {
   payload: string;
   consumed_at: Date | string | null;
-}
-
-/** The delegation an integration's client-credentials tokens answer to (it has no grant of its own). */
-export function clientCredentialsGrantId(clientId: string): string {
-  return `client:${clientId}`;
 }
 
 /**

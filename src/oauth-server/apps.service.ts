@@ -1,14 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { recordChange } from '../db/change-journal.js';
+import { recordChange, type ChangedField } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import type { EntityManager } from '@mikro-orm/sql';
 import type { ClientMetadata } from 'oidc-provider';
 import { Account } from '../accounts/account.entity.js';
 import type { Principal } from '../auth/principal.js';
-import { newSecretToken } from '../auth/secrets.js';
+import { mintSecret } from '../auth/secret-format.js';
+import { CREDENTIAL_SCOPES, isScope } from '../auth/scopes.js';
+import { scopesOf } from '../auth/principal.js';
+import { LockMode } from '@mikro-orm/core';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
-import { mayHoldScope } from '../auth/scopes.js';
 import { parseScopes, recordGrantDelegation, revokeClientDelegations, ISSUABLE_SCOPES } from '../oauth-delegations/oauth-delegation.service.js';
 import { APP_KINDS, OAuthApp, isAppKind, type AppKind } from './oauth-app.entity.js';
 import type { Sealer } from './sealing.js';
@@ -17,16 +19,26 @@ export const APP_NAME_MAX = 100;
 const MAX_REDIRECT_URIS = 10;
 /** An integration acts for the account as long as the app exists; its delegation says so. */
 const INTEGRATION_DELEGATION_LIFETIME_MS = 100 * 365 * 86_400_000;
+/** How long a rotated-out client secret keeps working, at most and by default (SPEC section 18). */
+export const PREVIOUS_SECRET_MAX_SECONDS = 604_800;
+export const PREVIOUS_SECRET_DEFAULT_SECONDS = 86_400;
 
-/** Confidential clients authenticate with a secret; the mobile app cannot keep one. */
+/** Confidential clients authenticate with a secret; the mobile and browser apps cannot keep one. */
 export function isConfidential(kind: AppKind): boolean {
-  return kind !== 'mobile';
+  return kind !== 'mobile' && kind !== 'spa';
 }
 
-/** What a delegation made by this app is called in listings (SPEC section 6 types). */
+/**
+ * What a delegation made by this app is called in listings (SPEC section 6 types). A browser app
+ * (`spa`) is the product's web app in another shape: its sign-ins are `web` delegations, so
+ * signing out of the web app ends them.
+ */
 export function delegationTypeFor(kind: AppKind): 'mobile' | 'web' | 'integration' {
-  return kind === 'mobile' ? 'mobile' : kind === 'web' ? 'web' : 'integration';
+  return kind === 'mobile' ? 'mobile' : kind === 'web' || kind === 'spa' ? 'web' : 'integration';
 }
+
+/** Kinds that may hold `credentials.*`: the product's own server-side and mobile apps and the account's integrations. */
+const CREDENTIAL_SCOPE_KINDS: ReadonlySet<AppKind> = new Set(['web', 'mobile', 'integration']);
 
 export interface CreateAppOptions {
   accountId: string;
@@ -34,6 +46,15 @@ export interface CreateAppOptions {
   kind: string;
   redirectUris: readonly string[];
   scopes?: string;
+  /** The credential registering the app (none: the operator CLI); a token cannot give the app scopes it lacks. */
+  principal?: Principal;
+}
+
+export interface AppChanges {
+  name?: string;
+  redirectUris?: readonly string[];
+  scopes?: string;
+  disabled?: boolean;
 }
 
 export interface CreatedApp {
@@ -42,53 +63,94 @@ export interface CreatedApp {
   clientSecret?: string;
 }
 
-function validRedirectUri(raw: string, kind: AppKind): string {
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * Where each kind may send its users back: `web`, `spa` and `third_party` to https (http only on
+ * loopback, and not in production); `mobile` to a private-use scheme, https, or a loopback http
+ * address (any port, RFC 8252). Compared as exact strings; never a fragment or a wildcard.
+ */
+function redirectUriProblem(raw: string, kind: AppKind, production: boolean): string | undefined {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new InvalidInputError(`redirect-uri "${raw}" is not an absolute URI`);
+    return `redirect-uri "${raw}" is not an absolute URI`;
   }
-  if (url.hash) throw new InvalidInputError(`redirect-uri "${raw}" must not have a fragment`);
-  const loopback = url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]';
-  if (kind !== 'mobile' && url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
-    throw new InvalidInputError(`redirect-uri "${raw}" must use https (http only for localhost)`);
+  if (url.hash || raw.includes('#')) return `redirect-uri "${raw}" must not have a fragment`;
+  if (raw.includes('*')) return `redirect-uri "${raw}" must be exact (no wildcard)`;
+  const loopback = LOOPBACK_HOSTS.has(url.hostname);
+  if (kind === 'mobile') {
+    if (url.protocol === 'http:' && !loopback) return `redirect-uri "${raw}": a mobile app uses a private-use scheme, https, or a loopback http address`;
+    if (url.protocol === 'javascript:' || url.protocol === 'data:' || url.protocol === 'file:') return `redirect-uri "${raw}" uses a scheme no app may use`;
+    return undefined;
   }
-  if (kind === 'mobile' && url.protocol === 'http:' && !loopback) {
-    throw new InvalidInputError(`redirect-uri "${raw}": a mobile app uses a private-use scheme, https, or a loopback http address`);
+  if (url.protocol === 'https:') return undefined;
+  if (url.protocol === 'http:' && loopback) {
+    return production ? `redirect-uri "${raw}" must use https (http on loopback is for development only)` : undefined;
   }
-  // Kept exactly as registered: redirect URIs are compared as strings.
-  return raw;
+  if (url.protocol !== 'http:') return `redirect-uri "${raw}": only a mobile app may use a custom scheme`;
+  return `redirect-uri "${raw}" must use https (http only for localhost)`;
 }
 
 export class AppsService {
+  private readonly production: boolean;
+
   constructor(
     private readonly em: EntityManager,
     private readonly sealer: Sealer,
     private readonly transactions: TransactionRunner,
-  ) {}
+    options: { production?: boolean } = {},
+  ) {
+    this.production = options.production ?? false;
+  }
+
+  /** Every problem of a kind's redirect URIs at once; the clean, de-duplicated list. */
+  private redirectUrisFor(kind: AppKind, raw: readonly string[]): string[] {
+    const redirectUris = [...new Set(raw.map((uri) => uri.trim()))];
+    const problems = redirectUris.map((uri) => redirectUriProblem(uri, kind, this.production)).filter((problem): problem is string => problem !== undefined);
+    if (kind === 'integration' && redirectUris.length) problems.push('an integration app uses client credentials and takes no redirect-uri');
+    if (kind !== 'integration' && redirectUris.length === 0) problems.push('at least one --redirect-uri is required for a sign-in app');
+    if (redirectUris.length > MAX_REDIRECT_URIS) problems.push(`at most ${MAX_REDIRECT_URIS} redirect URIs`);
+    if (problems.length) throw new InvalidInputError(problems);
+    return redirectUris;
+  }
+
+  /** The scopes this kind may hold and the caller may give; the default leaves out `credentials.*`, which must be asked for. */
+  private scopesFor(kind: AppKind, raw: string | undefined, principal: Principal | undefined): string[] {
+    const scopes = parseScopes(raw ?? ISSUABLE_SCOPES.filter((scope) => !CREDENTIAL_SCOPES.has(scope) && (kind !== 'integration' || isScope(scope))).join(' '));
+    const problems: string[] = [];
+    if (kind === 'integration' && scopes.some((scope) => scope === 'openid' || scope === 'profile')) {
+      problems.push('an integration app acts for the account, not a user: openid and profile do not apply');
+    }
+    if (!CREDENTIAL_SCOPE_KINDS.has(kind) && scopes.some((scope) => CREDENTIAL_SCOPES.has(scope))) {
+      problems.push(`a ${kind} app may not hold ${[...CREDENTIAL_SCOPES].join(' or ')}: only first-party web and mobile apps and integrations may`);
+    }
+    const held = principal ? scopesOf(principal) : undefined;
+    const beyond = held ? scopes.filter((scope) => isScope(scope) && !held.has(scope)) : [];
+    if (beyond.length) problems.push(`scope ${beyond.join(' ')} is more than this token holds`);
+    if (problems.length) throw new InvalidInputError(problems);
+    return scopes;
+  }
+
+  private static validName(raw: string): string {
+    const name = raw.trim();
+    if (name === '' || name.length > APP_NAME_MAX) throw new InvalidInputError(`name must be 1 to ${APP_NAME_MAX} characters`);
+    return name;
+  }
 
   /** Registers an app; a confidential one gets a secret, returned once and stored sealed only. */
   async create(options: CreateAppOptions): Promise<CreatedApp> {
     if (!isAppKind(options.kind)) throw new InvalidInputError(`kind must be one of ${APP_KINDS.join(', ')} (got "${options.kind}")`);
     const kind = options.kind;
-    const name = options.name.trim();
-    if (name === '' || name.length > APP_NAME_MAX) throw new InvalidInputError(`name must be 1 to ${APP_NAME_MAX} characters`);
-    const redirectUris = [...new Set(options.redirectUris.map((uri) => validRedirectUri(uri.trim(), kind)))];
-    if (kind === 'integration' && redirectUris.length) throw new InvalidInputError('an integration app uses client credentials and takes no redirect-uri');
-    if (kind !== 'integration' && redirectUris.length === 0) throw new InvalidInputError('at least one --redirect-uri is required for a sign-in app');
-    if (redirectUris.length > MAX_REDIRECT_URIS) throw new InvalidInputError(`at most ${MAX_REDIRECT_URIS} redirect URIs`);
-    const scopes = parseScopes(options.scopes ?? ISSUABLE_SCOPES.filter((scope) => mayHoldScope(kind, scope)).join(' '));
-    const refused = scopes.filter((scope) => !mayHoldScope(kind, scope));
-    if (refused.length) throw new InvalidInputError(`a ${kind} app may not hold ${refused.join(', ')}: only first-party and integration apps may manage credentials`);
-    if (kind === 'integration' && scopes.some((scope) => scope === 'openid' || scope === 'profile')) {
-      throw new InvalidInputError('an integration app acts for the account, not a user: openid and profile do not apply');
-    }
+    const name = AppsService.validName(options.name);
+    const redirectUris = this.redirectUrisFor(kind, options.redirectUris);
+    const scopes = this.scopesFor(kind, options.scopes, options.principal);
     if (!PUBLIC_ID_PATTERN.test(options.accountId) || !(await this.em.findOne(Account, { id: options.accountId }))) {
       throw new InvalidInputError(`account ${options.accountId} does not exist`);
     }
 
-    const clientSecret = isConfidential(kind) ? newSecretToken(32) : undefined;
+    const clientSecret = isConfidential(kind) ? mintSecret('appClientSecret') : undefined;
     const app = await this.transactions.run(this.em, async (tx) => {
       const app = tx.create(OAuthApp, {
         clientId: randomBytes(16).toString('hex'),
@@ -114,7 +176,7 @@ export class AppsService {
           clientId: app.clientId,
           clientName: name,
           scopes,
-          grantId: `client:${app.clientId}`,
+          grantId: clientCredentialsGrantId(app.clientId),
           expiresAt: new Date(Date.now() + INTEGRATION_DELEGATION_LIFETIME_MS),
         });
       }
@@ -127,18 +189,119 @@ export class AppsService {
     return this.em.find(OAuthApp, { account: accountId }, { orderBy: { createdAt: 'desc', clientId: 'asc' } });
   }
 
-  /** Deletes the app and revokes every delegation it holds, in one transaction. */
-  async delete(clientId: string, principal?: Principal): Promise<{ revokedDelegations: number }> {
+  /** One app of the account (any account's for the operator, `accountId` undefined); another account's is not found. */
+  async get(clientId: string, accountId: string | undefined): Promise<OAuthApp> {
+    const app = clientId.length <= 64 ? await this.em.findOne(OAuthApp, { clientId, ...(accountId !== undefined ? { account: accountId } : {}) }) : null;
+    if (!app) throw new NotFoundError('app');
+    return app;
+  }
+
+  /** Locks the app's row for a change, in the transaction `tx`. */
+  private async lockApp(tx: EntityManager, clientId: string, accountId: string | undefined): Promise<OAuthApp> {
+    const app = clientId.length <= 64
+      ? await tx.findOne(OAuthApp, { clientId, ...(accountId !== undefined ? { account: accountId } : {}) }, { lockMode: LockMode.PESSIMISTIC_WRITE })
+      : null;
+    if (!app) throw new NotFoundError('app');
+    return app;
+  }
+
+  /**
+   * Renames the app, replaces its redirect URIs or scopes, disables or enables it. Disabling takes
+   * access away at once (its tokens are refused while it is disabled, on every instance, and open
+   * sockets are re-checked); enabling gives back what was not revoked meanwhile.
+   */
+  async update(clientId: string, changes: AppChanges, by: { accountId?: string; principal?: Principal } = {}): Promise<OAuthApp> {
+    const current = await this.get(clientId, by.accountId);
+    const name = changes.name !== undefined ? AppsService.validName(changes.name) : undefined;
+    const redirectUris = changes.redirectUris !== undefined ? this.redirectUrisFor(current.kind, changes.redirectUris) : undefined;
+    const scopes = changes.scopes !== undefined ? this.scopesFor(current.kind, changes.scopes, by.principal) : undefined;
     return this.transactions.run(this.em, async (tx) => {
-      const app = await tx.findOne(OAuthApp, { clientId });
-      if (!app) throw new NotFoundError('app');
+      const app = await this.lockApp(tx, clientId, by.accountId);
+      const fields: ChangedField[] = [];
+      let narrows = false;
+      if (name !== undefined && name !== app.name) {
+        fields.push({ name: 'name', value: name, beforeValue: app.name });
+        app.name = name;
+      }
+      if (redirectUris !== undefined && redirectUris.join(' ') !== app.redirectUris.join(' ')) {
+        fields.push({ name: 'redirect_uris', value: redirectUris.join(' '), beforeValue: app.redirectUris.join(' ') });
+        narrows ||= app.redirectUris.some((uri) => !redirectUris.includes(uri));
+        app.redirectUris = redirectUris;
+      }
+      if (scopes !== undefined && scopes.join(' ') !== app.scope) {
+        fields.push({ name: 'scope', value: scopes.join(' '), beforeValue: app.scope });
+        narrows ||= app.scope.split(' ').some((scope) => !scopes.includes(scope));
+        app.scope = scopes.join(' ');
+      }
+      if (changes.disabled !== undefined && changes.disabled !== (app.disabledAt !== null)) {
+        fields.push({ name: 'disabled', value: changes.disabled, beforeValue: !changes.disabled });
+        narrows ||= changes.disabled;
+        app.disabledAt = changes.disabled ? new Date() : null;
+      }
+      if (fields.length === 0) return app;
+      await tx.flush();
+      recordChange(tx, {
+        accountId: app.account.id,
+        action: 'update',
+        resource: { type: 'app', id: app.clientId, summary: app.name },
+        fields,
+        revokesAccess: narrows,
+      });
+      return app;
+    }, 'oauthServer.updateApp');
+  }
+
+  /**
+   * A new client secret (shown once); the one it replaces keeps working for `previousExpiresIn`
+   * seconds (0: not at all), so the app's servers can be redeployed with the new one meanwhile.
+   * A secret rotated out earlier and still in its grace period ends now: at most two work at once.
+   */
+  async rotateSecret(clientId: string, previousExpiresIn: number = PREVIOUS_SECRET_DEFAULT_SECONDS, by: { accountId?: string } = {}): Promise<{ app: OAuthApp; clientSecret: string }> {
+    if (!Number.isInteger(previousExpiresIn) || previousExpiresIn < 0 || previousExpiresIn > PREVIOUS_SECRET_MAX_SECONDS) {
+      throw new InvalidInputError(`previousExpiresIn must be a whole number of seconds from 0 to ${PREVIOUS_SECRET_MAX_SECONDS}`);
+    }
+    const current = await this.get(clientId, by.accountId);
+    if (!isConfidential(current.kind)) throw new InvalidInputError(`a ${current.kind} app is a public client: it has no secret to rotate`);
+    const clientSecret = mintSecret('appClientSecret');
+    const app = await this.transactions.run(this.em, async (tx) => {
+      const app = await this.lockApp(tx, clientId, by.accountId);
+      const [sealed] = await tx.execute<{ client_secret_sealed: string | null }[]>('select client_secret_sealed from oauth_apps where client_id = ?', [clientId]);
+      const previousExpiresAt = previousExpiresIn > 0 ? new Date(Date.now() + previousExpiresIn * 1000) : null;
+      await tx.execute(
+        'update oauth_apps set client_secret_sealed = ?, previous_client_secret_sealed = ?, previous_secret_expires_at = ? where client_id = ?',
+        [this.sealer.seal(clientSecret), previousExpiresAt ? sealed?.client_secret_sealed ?? null : null, previousExpiresAt, clientId],
+      );
+      recordChange(tx, {
+        accountId: app.account.id,
+        action: 'update',
+        resource: { type: 'app', id: app.clientId, summary: app.name },
+        // Never the secret: that it changed, and until when the one it replaced still works.
+        fields: [{ name: 'client_secret', value: 'rotated' }, { name: 'previous_secret_expires_at', value: previousExpiresAt?.toISOString() ?? null }],
+        // The old secret's end is scheduled, not immediate; a zero grace period ends it now.
+        revokesAccess: previousExpiresIn === 0,
+      });
+      return app;
+    }, 'oauthServer.rotateAppSecret');
+    await this.em.refresh(app);
+    return { app, clientSecret };
+  }
+
+  /** Deletes the app and revokes every delegation it holds, in one transaction. */
+  async delete(clientId: string, principal?: Principal, accountId?: string): Promise<{ app: OAuthApp; revokedDelegations: number }> {
+    return this.transactions.run(this.em, async (tx) => {
+      const app = await this.lockApp(tx, clientId, accountId);
       recordChange(tx, { accountId: app.account.id, action: 'delete', resource: { type: 'app', id: clientId, summary: app.name }, fields: [{ name: 'name', beforeValue: app.name }], revokesAccess: true });
       const revokedDelegations = await revokeClientDelegations(tx, clientId, principal);
-      await tx.execute('delete from oauth_server_records where model = ? and grant_id = ?', ['ClientCredentials', `client:${clientId}`]);
+      await tx.execute('delete from oauth_server_records where model = ? and grant_id = ?', ['ClientCredentials', clientCredentialsGrantId(clientId)]);
       await tx.remove(app).flush();
-      return { revokedDelegations };
+      return { app, revokedDelegations };
     }, 'oauthServer.deleteApp');
   }
+}
+
+/** The delegation an integration's client-credentials tokens answer to (it has no grant of its own). */
+export function clientCredentialsGrantId(clientId: string): string {
+  return `client:${clientId}`;
 }
 
 /** The app the authorization server asks about, with what it needs to know beyond client metadata. */
@@ -149,12 +312,28 @@ export async function findApp(em: EntityManager, clientId: string): Promise<OAut
 /** oidc-provider's view of an app: read from `oauth_apps` each time, the secret unsealed. */
 export async function clientMetadataFor(em: EntityManager, sealer: Sealer, clientId: string): Promise<ClientMetadata | undefined> {
   const app = await (clientId.length <= 64 ? em.findOne(OAuthApp, { clientId }, { populate: ['clientSecretSealed'] }) : null);
-  if (!app) return undefined;
+  // A disabled app is no client at all: every flow and every client authentication fails with invalid_client.
+  if (!app || app.disabledAt !== null) return undefined;
   const common = { client_id: app.clientId, client_name: app.name };
   if (app.kind === 'integration') {
     return { ...common, client_secret: sealer.unseal(app.clientSecretSealed!), grant_types: ['client_credentials'], response_types: [], redirect_uris: [], token_endpoint_auth_method: 'client_secret_basic' };
   }
   const signIn = { ...common, redirect_uris: app.redirectUris, grant_types: ['authorization_code', 'refresh_token'], response_types: ['code' as const] };
   if (app.kind === 'mobile') return { ...signIn, application_type: 'native', token_endpoint_auth_method: 'none' };
+  // A browser app: public (no secret), exact redirect URIs (a web application, not native's any-port loopback).
+  if (app.kind === 'spa') return { ...signIn, application_type: 'web', token_endpoint_auth_method: 'none' };
   return { ...signIn, application_type: 'web', client_secret: sealer.unseal(app.clientSecretSealed!), token_endpoint_auth_method: 'client_secret_basic' };
+}
+
+/**
+ * The secret a rotation replaced, while its grace period lasts: what the authorization server
+ * also accepts when the presented secret is not the current one.
+ */
+export async function previousClientSecret(em: EntityManager, sealer: Sealer, clientId: string): Promise<string | undefined> {
+  const [row] = await em.execute<{ previous_client_secret_sealed: string | null }[]>(
+    `select previous_client_secret_sealed from oauth_apps
+      where client_id = ? and disabled_at is null and previous_secret_expires_at > now() and previous_client_secret_sealed is not null`,
+    [clientId],
+  );
+  return row?.previous_client_secret_sealed ? sealer.unseal(row.previous_client_secret_sealed) : undefined;
 }

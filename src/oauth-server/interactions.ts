@@ -111,7 +111,9 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
       return finish(req, res, provider, { error: 'access_denied', error_description: 'The signed-in user is not a member of the account that owns this app.' });
     }
     const existing = interaction.grantId ? await provider.Grant.find(interaction.grantId) : undefined;
-    const grant = existing ?? new provider.Grant({ accountId: userId, clientId: app.clientId });
+    const lifetime = app.kind === 'spa' ? LIFETIMES.browserSignIn : LIFETIMES.grant;
+    // The library takes `expiresIn` at construction (it is not in its typings); an existing grant keeps its expiry.
+    const grant = existing ?? new provider.Grant({ accountId: userId, clientId: app.clientId, expiresIn: lifetime } as ConstructorParameters<typeof provider.Grant>[0]);
     const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
     if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
     if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
@@ -130,7 +132,7 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
       clientName: app.name,
       scopes: [...new Set(scopes)],
       grantId,
-      expiresAt: new Date(Date.now() + LIFETIMES.grant * 1000),
+      expiresAt: new Date(Date.now() + lifetime * 1000),
     }), 'oauthServer.consent');
     await finish(req, res, provider, { consent: existing ? {} : { grantId } }, true);
   }
@@ -149,7 +151,7 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
       // A public client proves nothing about who started the flow: another app on the device can use
       // the mobile app's client id (and a loopback port of its own). Unless the user signed in during
       // this very flow, they confirm it (RFC 8252, section 8.6).
-      if (app.kind === 'mobile') {
+      if (app.kind === 'mobile' || app.kind === 'spa') {
         if (interaction.lastSubmission?.login) return approve(req, res, provider, interaction, app);
         const [user] = await deps.database.em().execute<{ email: string }[]>('select email from users where id = ? and deleted_at is null', [interaction.session?.accountId ?? '']);
         return sendPage(res, 200, continuePage({ action: `${action}/consent`, csrf: csrfFor(interaction.uid), appName: app.name, email: user?.email ?? '' }));

@@ -2,7 +2,7 @@ import { OptionalProps } from '@mikro-orm/core';
 import { Entity, ManyToOne, PrimaryKey, Property } from '@mikro-orm/decorators/legacy';
 import { Account } from '../accounts/account.entity.js';
 
-export const APP_KINDS = ['mobile', 'web', 'integration', 'third_party'] as const;
+export const APP_KINDS = ['mobile', 'web', 'integration', 'third_party', 'spa'] as const;
 export type AppKind = (typeof APP_KINDS)[number];
 
 export function isAppKind(value: unknown): value is AppKind {
@@ -10,13 +10,14 @@ export function isAppKind(value: unknown): value is AppKind {
 }
 
 /**
- * A registered OAuth client of one account. `mobile` is public (PKCE, no secret); `web` and
- * `third_party` are confidential and sign users in; `integration` acts for the account (client
- * credentials). The secret is kept sealed with a key derived from the server secret, never plain.
+ * A registered OAuth client of one account. `mobile` and `spa` (a browser app) are public (PKCE, no
+ * secret); `web` and `third_party` are confidential and sign users in; `integration` acts for the
+ * account (client credentials). The secret is kept sealed with a key derived from the server
+ * secret, never plain; after a rotation the previous one is kept (sealed) until its grace period ends.
  */
 @Entity({ tableName: 'oauth_apps' })
 export class OAuthApp {
-  [OptionalProps]?: 'createdAt' | 'clientSecretSealed';
+  [OptionalProps]?: 'createdAt' | 'clientSecretSealed' | 'disabledAt' | 'previousClientSecretSealed' | 'previousSecretExpiresAt';
 
   @PrimaryKey({ type: 'string', length: 64 })
   clientId!: string;
@@ -39,6 +40,17 @@ export class OAuthApp {
 
   @Property({ type: 'text', nullable: true, hidden: true, lazy: true })
   clientSecretSealed: string | null = null;
+
+  /** The secret a rotation replaced: still accepted until `previousSecretExpiresAt`. */
+  @Property({ type: 'text', nullable: true, hidden: true, lazy: true })
+  previousClientSecretSealed: string | null = null;
+
+  @Property({ type: 'Date', columnType: 'timestamptz(3)', nullable: true })
+  previousSecretExpiresAt: Date | null = null;
+
+  /** While set, the app's tokens are refused and its flows fail; clearing it enables the app again. */
+  @Property({ type: 'Date', columnType: 'timestamptz(3)', nullable: true })
+  disabledAt: Date | null = null;
 
   @Property({ type: 'Date', columnType: 'timestamptz(3)' })
   createdAt: Date = new Date();

@@ -3,7 +3,7 @@ import * as client from 'openid-client';
 import { createAppCommand, deleteAppCommand, listAppsCommand, purgeCommand, rotateSigningKeysCommand, setPasswordCommand } from '../cli/commands/oauth-server.commands.js';
 import { sealersFor } from './provider.js';
 import { loadSigningKeys } from './signing-keys.js';
-import { CookieJar, PASSWORD, api, browse, discover, formOf, graphqlCall, newMember, signIn, useOAuthServers } from '../../test/support/oauth-server.js';
+import { CookieJar, PASSWORD, api, browse, discover, formOf, graphqlCall, newMember, signIn, useOAuthServers, oauthError } from '../../test/support/oauth-server.js';
 import { checkSignIn } from './passwords.js';
 import { AccountsService } from '../accounts/accounts.service.js';
 
@@ -13,14 +13,6 @@ const MOBILE_REDIRECT = 'com.example.incidents:/oauth/callback';
 const WEB_REDIRECT = 'https://web.example.com/callback';
 const PARTNER_REDIRECT = 'https://partner.example.net/oauth/callback';
 const io = (stdin = '') => ({ info: () => {}, serverSecret: () => fixture.serverSecret, readStdin: async () => stdin });
-
-/** The OAuth error code a refused request ends with (a 401 carries its challenge, which matchers cannot walk). */
-function oauthError(request: Promise<unknown>): Promise<string | undefined> {
-  return request.then(
-    () => 'granted',
-    (error: { error?: string; cause?: Array<{ parameters?: { error?: string } }> }) => error.error ?? (Array.isArray(error.cause) ? error.cause[0]?.parameters?.error : undefined),
-  );
-}
 
 /** `accessctl apps create ... --json`, as the operator would run it. */
 async function createApp(accountId: string, kind: string, redirectUris: string[], scopes?: string) {

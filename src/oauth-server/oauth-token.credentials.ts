@@ -19,7 +19,8 @@ interface FlowTokenRow {
  * `Authorization: Bearer <access token>` issued by the authorization server (authorization code,
  * refresh, client credentials): one indexed query by the token's digest, joined to the grant's
  * delegation (which must be issued and unexpired) and, for a user's grant, the live user's current
- * role. Nothing is cached: revoking the delegation refuses the token on the next request, anywhere.
+ * role, and to its app, which must not be disabled. Nothing is cached: revoking the delegation or
+ * disabling the app refuses the token on the next request, anywhere.
  */
 export const flowTokenCredentials: CredentialResolver = {
   scheme: 'bearer',
@@ -29,6 +30,7 @@ export const flowTokenCredentials: CredentialResolver = {
       `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, d.delegation_type, u.role, least(r.expires_at, d.expires_at) as expires_at
          from oauth_server_records r
          join oauth_delegations d on d.grant_id = r.grant_id and d.status = 'issued' and d.expires_at > ?
+         join oauth_apps a on a.client_id = d.client_id and a.disabled_at is null
          left join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null and u.suspended_at is null
         where r.model in ('AccessToken', 'ClientCredentials') and r.key_digest = ? and r.expires_at > ?`,
       [at, digest, at],

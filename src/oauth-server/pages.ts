@@ -1,6 +1,8 @@
+import type { Scope } from '../auth/scopes.js';
 /** The sign-in and consent pages: plain HTML forms that work without JavaScript. */
 
-const SCOPE_DESCRIPTIONS: Record<string, string> = {
+/** Every scope an app may ask for, in the user's words: typed, so a new scope cannot ship undescribed. */
+export const SCOPE_DESCRIPTIONS: Record<Scope | 'openid' | 'profile' | 'offline_access', string> = {
   openid: 'Know who you are (your user id)',
   profile: 'See your name, email address and time zone',
   offline_access: 'Stay signed in',
@@ -10,6 +12,9 @@ const SCOPE_DESCRIPTIONS: Record<string, string> = {
   'oauth_delegations.write': 'Sign you out of apps',
   'subscribers.read': 'See your notification subscriptions',
   'subscribers.write': 'Subscribe you to notifications and unsubscribe you',
+  'audit_records.read': 'See the audit trail: who changed what in your account, and when',
+  'credentials.read': 'See your account\'s API keys, apps, provisioning tokens and single sign-on settings',
+  'credentials.write': 'Create, rotate, disable and revoke your account\'s API keys, apps, provisioning tokens and single sign-on settings',
 };
 
 export function escapeHtml(value: string): string {
@@ -50,7 +55,7 @@ ${viaProvider}${withPassword}`);
 }
 
 export function consentPage(options: { action: string; csrf: string; appName: string; scopes: readonly string[] }): string {
-  const items = options.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code>: ${escapeHtml(SCOPE_DESCRIPTIONS[scope] ?? scope)}</li>`).join('\n');
+  const items = options.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code>: ${escapeHtml(SCOPE_DESCRIPTIONS[scope as keyof typeof SCOPE_DESCRIPTIONS] ?? scope)}</li>`).join('\n');
   return layout(`Allow ${options.appName}?`, `<h1>Allow ${escapeHtml(options.appName)}?</h1>
 <p><strong>${escapeHtml(options.appName)}</strong> is asking to act for you. It will be able to:</p>
 <ul>

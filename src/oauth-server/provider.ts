@@ -1,11 +1,12 @@
 import Provider, { errors, interactionPolicy, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { deriveKey } from '../auth/server-secret.js';
+import { safeEqual } from '../auth/secrets.js';
 import { SCOPES } from '../auth/scopes.js';
 import type { TrustProxy } from '../config/config.js';
 import type { Database } from '../db/database.js';
 import type { Logger } from '../logging/logger.js';
 import { createAdapterFactory } from './adapter.js';
-import { findApp } from './apps.service.js';
+import { findApp, previousClientSecret } from './apps.service.js';
 import { Sealer } from './sealing.js';
 import { loadSigningKeys } from './signing-keys.js';
 import { problemPage } from './pages.js';
@@ -33,7 +34,21 @@ export const LIFETIMES = {
   session: 14 * 86_400,
   /** A sign-in page left open this long starts over; abandoned ones are purged as soon as they expire. */
   interaction: 15 * 60,
+  /**
+   * A browser app's sign-in (grant, delegation, every rotated refresh token) ends this long after
+   * it began, whatever happens: a token kept in a browser lives a day at most (OAuth browser-based apps BCP).
+   */
+  browserSignIn: 24 * 3600,
 };
+
+/**
+ * A browser app (`spa`) is the one client that is a web application and authenticates with no
+ * secret (mobile apps are `native`): how the library's lifetime hooks, which cannot read the
+ * database, recognise it.
+ */
+function isBrowserApp(client: { applicationType?: string; clientAuthMethod?: string } | undefined): boolean {
+  return client?.applicationType === 'web' && client.clientAuthMethod === 'none';
+}
 
 export interface OAuthServerSettings {
   /** The public API URL: the issuer, and the one resource (audience) tokens are for. */
@@ -147,7 +162,12 @@ export async function createProvider(options: { database: Database; serverSecret
       AccessToken: lifetimes.accessToken,
       AuthorizationCode: lifetimes.authorizationCode,
       ClientCredentials: lifetimes.accessToken,
-      RefreshToken: lifetimes.refreshToken,
+      // A browser app's refresh tokens rotate on every use and all end when its sign-in's day does.
+      RefreshToken: (_ctx, token, client) => {
+        if (!isBrowserApp(client)) return lifetimes.refreshToken;
+        const began = token.iiat ?? token.iat ?? Math.floor(Date.now() / 1000);
+        return Math.max(1, began + lifetimes.browserSignIn - Math.floor(Date.now() / 1000));
+      },
       Grant: lifetimes.grant,
       Session: lifetimes.session,
       Interaction: lifetimes.interaction,
@@ -166,6 +186,15 @@ export async function createProvider(options: { database: Database; serverSecret
   // like plain http); nothing of ours reads the library's idea of the client address.
   provider.proxy = settings.trustProxy !== false || secureCookies;
   if (typeof settings.trustProxy === 'number') provider.maxIpsCount = settings.trustProxy;
+  // After a rotation the previous secret still authenticates the app until its grace period ends
+  // (read from the database at each use, so every instance agrees and the end needs no restart).
+  const compareCurrentSecret = provider.Client.prototype.compareClientSecret;
+  provider.Client.prototype.compareClientSecret = async function compareClientSecret(this: InstanceType<Provider['Client']>, actual: string) {
+    if (await compareCurrentSecret.call(this, actual)) return true;
+    const previous = await previousClientSecret(database.em(), sealers.clientSecrets, this.clientId);
+    return previous !== undefined && typeof actual === 'string' && safeEqual(Buffer.from(previous), Buffer.from(actual));
+  };
   provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'authorization server error'));
   return provider;
 }
+

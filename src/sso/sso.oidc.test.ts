@@ -264,7 +264,7 @@ describe('OIDC sign-in through the company identity provider', () => {
     const text = await response.text();
     expect(text).not.toContain(CLIENT_A.clientSecret);
     const body = JSON.parse(text);
-    expect(body.data.singleSignOn.identityProvider).toEqual({ protocol: 'oidc', displayName: 'Okta', oidcIssuer: idp.issuer, oidcClientId: CLIENT_A.clientId, oidcClientSecretStored: true, requireSso: false, jit: false });
+    expect(body.data.singleSignOn.identityProvider).toEqual({ protocol: 'OIDC', displayName: 'Okta', oidcIssuer: idp.issuer, oidcClientId: CLIENT_A.clientId, oidcClientSecretStored: true, requireSso: false, jit: false });
     expect(body.data.singleSignOn.serviceProvider.oidcRedirectUri).toBe(`${base()}/sso/oidc/callback`);
     // can_update_user: a plain user's key is refused, an admin's is not.
     const query = JSON.stringify({ query: '{ singleSignOn { identityProvider { protocol } } }' });
@@ -274,7 +274,7 @@ describe('OIDC sign-in through the company identity provider', () => {
       await em.persist(person).flush();
       const { apiKey } = await fixture.database.transactions.run(fixture.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: member.accountId, userId: person.id }));
       const answer = await (await fetch(`${base()}/graphql`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Token token=${apiKey}` }, body: query })).json() as { data?: { singleSignOn: unknown }; errors?: Array<{ extensions: { code: string } }> };
-      if (allowed) expect(answer.data?.singleSignOn).toEqual({ identityProvider: { protocol: 'oidc' } });
+      if (allowed) expect(answer.data?.singleSignOn).toEqual({ identityProvider: { protocol: 'OIDC' } });
       else expect(answer.errors?.[0]?.extensions.code).toBe('FORBIDDEN');
     }
     const metadata = await fetch(body.data.singleSignOn.serviceProvider.samlMetadataUrl);

@@ -69,8 +69,12 @@ export class SsoService {
     private readonly sealer: Sealer,
   ) {}
 
-  async configure(input: ConfigureSsoInput): Promise<SsoConfiguration> {
-    if (Boolean(input.oidc) === Boolean(input.samlMetadataXml)) throw new InvalidInputError('configure exactly one provider: OIDC (issuer, client id, secret) or SAML metadata');
+  /**
+   * `verifyIssuer` (the API's path) fetches the OIDC issuer's discovery document first, guarded
+   * against SSRF (`sso.discovery.ts`); nothing is written when it fails.
+   */
+  async configure(input: ConfigureSsoInput, options: { verifyIssuer?: (issuer: string) => Promise<unknown> } = {}): Promise<SsoConfiguration> {
+    if (Boolean(input.oidc) === Boolean(input.samlMetadataXml !== undefined)) throw new InvalidInputError('configure exactly one provider: OIDC (issuer, client id, secret) or SAML metadata');
     const oidc = input.oidc && {
       issuer: httpUrl(input.oidc.issuer.trim(), 'the OIDC issuer'),
       clientId: input.oidc.clientId.trim(),
@@ -78,6 +82,7 @@ export class SsoService {
     };
     if (oidc && (!oidc.clientId || oidc.clientId.length > 255)) throw new InvalidInputError('the OIDC client id must be 1 to 255 characters');
     const saml = input.samlMetadataXml !== undefined ? parseIdentityProviderMetadata(input.samlMetadataXml) : undefined;
+    if (oidc && options.verifyIssuer) await options.verifyIssuer(oidc.issuer);
     const displayName = (input.displayName?.trim() || new URL(oidc?.issuer ?? saml!.ssoUrl).hostname).slice(0, 100);
     return this.transactions.run(this.em, async (tx) => {
       const [account] = await tx.execute<{ id: string }[]>('select id from accounts where id = ?', [input.accountId]);

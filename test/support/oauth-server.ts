@@ -21,6 +21,8 @@ import { User } from '../../src/users/user.entity.js';
 /** One server instance listening on an ephemeral port, so a real OAuth client can talk HTTP to it. */
 export interface Instance {
   url: string;
+  /** The server listening at `url` (what a WebSocket client connects to). */
+  server: http.Server;
   app: App;
   rateLimiter: RateLimiter;
   /** The app's own server, listening too: where its WebSocket (live updates) is served. */
@@ -48,7 +50,9 @@ export async function startInstances(database: Database, count: number, logs: st
     const app = await createApp({ settings: { ...TEST_SETTINGS, publicApiUrl: issuer }, database, logger, serverSecret, rateLimiter });
     server.on('request', app.app);
     await new Promise<void>((resolve) => app.httpServer.listen(0, '127.0.0.1', resolve));
-    instances.push({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, app, rateLimiter, liveServer: app.httpServer });
+    // Live updates (WebSocket upgrades on /graphql) are served by the app's own server's upgrade handler.
+    server.on('upgrade', (request, socket, head) => app.httpServer.emit('upgrade', request, socket, head));
+    instances.push({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, app, rateLimiter, liveServer: app.httpServer });
   }
   return {
     instances,
@@ -248,4 +252,12 @@ export function useOAuthServers(count = 2): OAuthFixture {
     await fixture.database?.close();
   });
   return fixture;
+}
+
+/** The OAuth error code a refused request ends with ('granted' when it was not refused; a 401 carries its challenge, which matchers cannot walk). */
+export function oauthError(request: Promise<unknown>): Promise<string | undefined> {
+  return request.then(
+    () => 'granted',
+    (error: { error?: string; cause?: Array<{ parameters?: { error?: string } }> }) => error.error ?? (Array.isArray(error.cause) ? error.cause[0]?.parameters?.error : undefined),
+  );
 }

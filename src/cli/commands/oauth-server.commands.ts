@@ -1,5 +1,5 @@
 import { purgeExpiredRecords } from '../../oauth-server/adapter.js';
-import { AppsService } from '../../oauth-server/apps.service.js';
+import { AppsService, PREVIOUS_SECRET_DEFAULT_SECONDS, PREVIOUS_SECRET_MAX_SECONDS } from '../../oauth-server/apps.service.js';
 import { APP_KINDS } from '../../oauth-server/oauth-app.entity.js';
 import { setPassword } from '../../oauth-server/passwords.js';
 import { sealersFor } from '../../oauth-server/provider.js';
@@ -23,7 +23,7 @@ export const createAppCommand: CliCommand = {
   usage: `accessctl apps create --account ID --name NAME --kind ${APP_KINDS.join('|')} --redirect-uri URI [--redirect-uri URI ...] [--scopes "s1 s2"] [--json]`,
   options: { account: { type: 'string' }, name: { type: 'string' }, kind: { type: 'string' }, 'redirect-uri': { type: 'string', multiple: true }, scopes: { type: 'string' } },
   async run(database, values, io) {
-    const created = await new AppsService(database.em(), sealersFor(serverSecret(io)).clientSecrets, database.transactions).create({
+    const created = await appsService(database, io).create({
       accountId: requireOption(values, 'account'),
       name: requireOption(values, 'name'),
       kind: requireOption(values, 'kind'),
@@ -40,9 +40,9 @@ export const listAppsCommand: CliCommand = {
   usage: 'accessctl apps list --account ID [--json]',
   options: { account: { type: 'string' } },
   async run(database, values, io) {
-    const apps = await new AppsService(database.em(), sealersFor(serverSecret(io)).clientSecrets, database.transactions).list(requireOption(values, 'account'));
+    const apps = await appsService(database, io).list(requireOption(values, 'account'));
     return {
-      apps: apps.map((app) => ({ client_id: app.clientId, name: app.name, kind: app.kind, redirect_uris: app.redirectUris, scope: app.scope, created_at: app.createdAt.toISOString() })),
+      apps: apps.map((app) => ({ client_id: app.clientId, name: app.name, kind: app.kind, redirect_uris: app.redirectUris, scope: app.scope, disabled: app.disabledAt !== null, created_at: app.createdAt.toISOString() })),
     };
   },
   human: (result) => {
@@ -57,11 +57,50 @@ export const deleteAppCommand: CliCommand = {
   options: { 'client-id': { type: 'string' } },
   async run(database, values, io) {
     const clientId = requireOption(values, 'client-id');
-    const { revokedDelegations } = await new AppsService(database.em(), sealersFor(serverSecret(io)).clientSecrets, database.transactions).delete(clientId);
+    const { revokedDelegations } = await appsService(database, io).delete(clientId);
     return { client_id: clientId, revoked_delegations: revokedDelegations };
   },
   human: (result) => `App ${String(result.client_id)} deleted; ${String(result.revoked_delegations)} delegation(s) revoked.`,
 };
+
+function appsService(database: Parameters<CliCommand['run']>[0], io: CommandIo): AppsService {
+  return new AppsService(database.em(), sealersFor(serverSecret(io)).clientSecrets, database.transactions);
+}
+
+export const rotateAppSecretCommand: CliCommand = {
+  name: 'apps rotate-secret',
+  usage: `accessctl apps rotate-secret --client-id ID [--previous-expires-in SECONDS] [--json]   (the old secret keeps working that long: 0 to ${PREVIOUS_SECRET_MAX_SECONDS}, default ${PREVIOUS_SECRET_DEFAULT_SECONDS})`,
+  options: { 'client-id': { type: 'string' }, 'previous-expires-in': { type: 'string' } },
+  async run(database, values, io) {
+    const raw = values['previous-expires-in'];
+    const previousExpiresIn = typeof raw === 'string' ? Number(raw.trim()) : PREVIOUS_SECRET_DEFAULT_SECONDS;
+    const rotated = await appsService(database, io).rotateSecret(requireOption(values, 'client-id'), previousExpiresIn);
+    return {
+      client_id: rotated.app.clientId,
+      client_secret: rotated.clientSecret,
+      previous_secret_expires_at: rotated.app.previousSecretExpiresAt?.toISOString() ?? null,
+    };
+  },
+  human: (result) => `New client_secret for ${String(result.client_id)} (shown only now): ${String(result.client_secret)}\n`
+    + (result.previous_secret_expires_at ? `The previous secret works until ${String(result.previous_secret_expires_at)}.` : 'The previous secret no longer works.'),
+};
+
+function switchAppCommand(disabled: boolean): CliCommand {
+  const verb = disabled ? 'disable' : 'enable';
+  return {
+    name: `apps ${verb}`,
+    usage: `accessctl apps ${verb} --client-id ID [--json]   (${disabled ? 'its tokens are refused and its flows fail until it is enabled again' : 'its unrevoked tokens work again'})`,
+    options: { 'client-id': { type: 'string' } },
+    async run(database, values, io) {
+      const app = await appsService(database, io).update(requireOption(values, 'client-id'), { disabled });
+      return { client_id: app.clientId, disabled: app.disabledAt !== null };
+    },
+    human: (result) => `App ${String(result.client_id)} ${result.disabled ? 'disabled' : 'enabled'}.`,
+  };
+}
+
+export const disableAppCommand = switchAppCommand(true);
+export const enableAppCommand = switchAppCommand(false);
 
 export const setPasswordCommand: CliCommand = {
   name: 'users set-password',
@@ -101,4 +140,4 @@ export const purgeCommand: CliCommand = {
   human: (result) => `${String(result.removed)} expired record(s) removed.`,
 };
 
-export const oauthServerCommands: CliCommand[] = [createAppCommand, listAppsCommand, deleteAppCommand, setPasswordCommand, rotateSigningKeysCommand, purgeCommand];
+export const oauthServerCommands: CliCommand[] = [createAppCommand, listAppsCommand, deleteAppCommand, rotateAppSecretCommand, disableAppCommand, enableAppCommand, setPasswordCommand, rotateSigningKeysCommand, purgeCommand];

@@ -17,6 +17,7 @@ import { Migration20261124050000_search_initials } from './Migration202611240500
 import { Migration20261124070000_users_vacuum_after_inserts } from './Migration20261124070000_users_vacuum_after_inserts.js';
 import { Migration20261125010000_sso_browser_binding } from './Migration20261125010000_sso_browser_binding.js';
 import { Migration20261125020000_credentials_lifecycle } from './Migration20261125020000_credentials_lifecycle.js';
+import { Migration20261125030000_app_credentials } from './Migration20261125030000_app_credentials.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
 export const migrationsList: MigrationObject[] = [
@@ -38,4 +39,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261124070000_users_vacuum_after_inserts', class: Migration20261124070000_users_vacuum_after_inserts },
   { name: 'Migration20261125010000_sso_browser_binding', class: Migration20261125010000_sso_browser_binding },
   { name: 'Migration20261125020000_credentials_lifecycle', class: Migration20261125020000_credentials_lifecycle },
+  { name: 'Migration20261125030000_app_credentials', class: Migration20261125030000_app_credentials },
 ];

@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { startHarness, type Harness } from '../../test/support/harness.js';
+import { samlKeyPair, samlMetadata, startOidcIdentityProvider } from '../../test/support/sso.js';
+import { fetchIssuerMetadata, isForbiddenAddress } from './sso.discovery.js';
+
+const CONFIGURE = `mutation($input: ConfigureSingleSignOnInput!) {
+  configureSingleSignOn(input: $input) { singleSignOn { identityProvider { protocol displayName requireSso jit oidcIssuer oidcClientId oidcClientSecretStored samlIdpEntityId samlSsoUrl } } }
+}`;
+const DISABLE = 'mutation { disableSingleSignOn { singleSignOn { identityProvider { protocol } serviceProvider { samlEntityId } } } }';
+const SHOW = '{ singleSignOn { identityProvider { protocol oidcIssuer } } }';
+const SECRET = 'the provider client secret';
+
+let harness: Harness;
+let production: Harness;
+let idp: Awaited<ReturnType<typeof startOidcIdentityProvider>>;
+let certificateBase64: string;
+
+beforeAll(async () => {
+  harness = await startHarness();
+  production = await startHarness({ settings: { nodeEnv: 'production' } });
+  idp = await startOidcIdentityProvider([{ clientId: 'gateway', clientSecret: SECRET, redirectUri: 'https://api.test.example/sso/oidc/callback' }]);
+  certificateBase64 = samlKeyPair().certificateBase64;
+}, 90_000);
+
+afterAll(async () => {
+  await idp?.stop();
+  await production?.close();
+  await harness?.close();
+});
+
+function codeOf(result: { errors?: Array<{ extensions?: { code?: string } }> }): string | undefined {
+  return result.errors?.[0]?.extensions?.code;
+}
+
+async function ssoRows(on: Harness, accountId: string): Promise<number> {
+  const [row] = await on.database.em().execute<{ count: string }[]>('select count(*) as count from sso_configurations where account_id = ?', [accountId]);
+  return Number(row!.count);
+}
+
+describe('configureSingleSignOn and disableSingleSignOn', () => {
+  test('an owner configures OIDC (the discovery document fetched from a loopback issuer in development), then SAML, then disables; audited; the secret never answered', async () => {
+    const account = await harness.createAccount();
+    const oidc = await harness.graphql(CONFIGURE, { input: { name: 'Okta', oidc: { issuer: idp.issuer, clientId: 'gateway', clientSecret: SECRET }, requireSso: true, jit: true } }, account.key);
+    expect(oidc.errors).toBeUndefined();
+    expect(oidc.data.configureSingleSignOn.singleSignOn.identityProvider).toEqual({
+      protocol: 'OIDC', displayName: 'Okta', requireSso: true, jit: true, oidcIssuer: idp.issuer, oidcClientId: 'gateway', oidcClientSecretStored: true, samlIdpEntityId: null, samlSsoUrl: null,
+    });
+    expect(JSON.stringify(oidc)).not.toContain(SECRET);
+
+    const saml = await harness.graphql(CONFIGURE, { input: { saml: { metadataXml: samlMetadata('https://idp.example.test/entity', certificateBase64) } } }, account.key);
+    expect(saml.data.configureSingleSignOn.singleSignOn.identityProvider).toMatchObject({ protocol: 'SAML', samlIdpEntityId: 'https://idp.example.test/entity', oidcIssuer: null, requireSso: false, jit: false });
+
+    const disabled = await harness.graphql(DISABLE, {}, account.key);
+    expect(disabled.data.disableSingleSignOn.singleSignOn.identityProvider).toBeNull();
+    expect(disabled.data.disableSingleSignOn.singleSignOn.serviceProvider.samlEntityId).toContain(account.id);
+    expect((await harness.graphql(SHOW, {}, account.key)).data.singleSignOn.identityProvider).toBeNull();
+
+    const audit = await harness.database.em().execute<Array<{ action: string; body: unknown }>>(
+      "select action, body::text as body from audit_records where account_id = ? and root_resource_type = 'sso_configuration' order by position",
+      [account.id],
+    );
+    expect(audit.map((row) => row.action)).toEqual(['create', 'update', 'delete']);
+    expect(audit.map((row) => String(row.body)).join(' ')).not.toContain(SECRET);
+  });
+
+  test('bad input is BAD_USER_INPUT and writes nothing: both or neither provider, a malformed metadata document, an issuer without a discovery document', async () => {
+    const account = await harness.createAccount();
+    const metadataXml = samlMetadata('https://idp.example.test/entity', certificateBase64);
+    const refused: Array<Record<string, unknown>> = [
+      {},
+      { oidc: { issuer: idp.issuer, clientId: 'gateway', clientSecret: SECRET }, saml: { metadataXml } },
+      { saml: { metadataXml: '<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"><broken' } },
+      { saml: { metadataXml: 'not xml at all' } },
+      { oidc: { issuer: 'http://127.0.0.1:1', clientId: 'gateway', clientSecret: SECRET } },
+      { oidc: { issuer: `${idp.issuer}/elsewhere`, clientId: 'gateway', clientSecret: SECRET } },
+      { oidc: { issuer: 'ftp://idp.example.com', clientId: 'gateway', clientSecret: SECRET } },
+    ];
+    for (const input of refused) {
+      const result = await harness.graphql(CONFIGURE, { input }, account.key);
+      expect([input, codeOf(result)]).toEqual([input, 'BAD_USER_INPUT']);
+    }
+    expect(await ssoRows(harness, account.id)).toBe(0);
+  });
+
+  test('only account admins: a member, a read-only user, a read-only account key are FORBIDDEN; another account is untouched', async () => {
+    const account = await harness.createAccount();
+    const other = await harness.createAccount();
+    const input = { input: { saml: { metadataXml: samlMetadata('https://idp.example.test/entity', certificateBase64) } } };
+    for (const role of ['user', 'read_only_user', 'limited_user'] as const) {
+      const user = await harness.createUser(account, { role });
+      expect(codeOf(await harness.graphql(CONFIGURE, input, user.key))).toBe('FORBIDDEN');
+      expect(codeOf(await harness.graphql(DISABLE, {}, user.key))).toBe('FORBIDDEN');
+    }
+    const readOnly = await harness.accountKey(account, { readOnly: true });
+    expect(codeOf(await harness.graphql(CONFIGURE, input, readOnly))).toBe('FORBIDDEN');
+    expect(await ssoRows(harness, account.id)).toBe(0);
+
+    const admin = await harness.createUser(account, { role: 'admin' });
+    expect((await harness.graphql(CONFIGURE, input, admin.key)).errors).toBeUndefined();
+    expect(await ssoRows(harness, other.id)).toBe(0);
+    expect((await harness.graphql(SHOW, {}, other.key)).data.singleSignOn.identityProvider).toBeNull();
+    expect((await harness.graphql(DISABLE, {}, other.key)).errors).toBeUndefined();
+    expect(await ssoRows(harness, account.id)).toBe(1);
+  });
+});
+
+describe('the issuer\'s discovery document is fetched without SSRF', () => {
+  test('in production, through the API: private, link-local and loopback issuers and plain http are refused before anything is written', async () => {
+    const account = await production.createAccount();
+    for (const issuer of ['https://10.0.0.5', 'https://169.254.169.254', 'https://[::1]', 'https://localhost', 'https://127.0.0.1', idp.issuer, 'https://192.168.1.10:8443/realm']) {
+      const result = await production.graphql(CONFIGURE, { input: { oidc: { issuer, clientId: 'gateway', clientSecret: SECRET } } }, account.key);
+      expect([issuer, codeOf(result)]).toEqual([issuer, 'BAD_USER_INPUT']);
+      // Refused for where it points, not because a connection failed.
+      expect([issuer, JSON.stringify(result.errors)]).toEqual([issuer, expect.stringMatching(/private, loopback or link-local|https only/)]);
+    }
+    expect(await ssoRows(production, account.id)).toBe(0);
+  });
+
+  test('every resolved address is checked in production; a DNS name that resolves to a private address is refused', async () => {
+    const resolvingTo = (...addresses: string[]) => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    const refusal = (issuer: string, resolve: Parameters<typeof fetchIssuerMetadata>[1]['resolve']) =>
+      fetchIssuerMetadata(issuer, { production: true, resolve }).then(() => 'fetched', (error: { details?: string[] }) => error.details?.join(' ') ?? 'error');
+    expect(await refusal('https://idp.corp.example', resolvingTo('10.1.2.3'))).toMatch(/private, loopback or link-local/);
+    expect(await refusal('https://idp.corp.example', resolvingTo('93.184.216.34', '172.16.0.9'))).toMatch(/private, loopback or link-local/);
+    expect(await refusal('https://metadata.example', resolvingTo('169.254.169.254'))).toMatch(/private, loopback or link-local/);
+    expect(await refusal('https://six.example', resolvingTo('fd00::1'))).toMatch(/private, loopback or link-local/);
+    expect(await refusal('https://mapped.example', resolvingTo('::ffff:127.0.0.1'))).toMatch(/private, loopback or link-local/);
+    expect(await refusal('https://localhost', undefined)).toMatch(/private, loopback or link-local/);
+    expect(await refusal('http://idp.example.com', resolvingTo('93.184.216.34'))).toMatch(/https only/);
+    for (const address of ['10.0.0.1', '127.0.0.1', '169.254.169.254', '192.168.0.1', '172.31.255.255', '100.64.0.1', '0.0.0.0', '::1', 'fe80::1', 'fc00::1', '::']) {
+      expect([address, isForbiddenAddress(address)]).toEqual([address, true]);
+    }
+    for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700::1111']) {
+      expect([address, isForbiddenAddress(address)]).toEqual([address, false]);
+    }
+  });
+
+  test('outside production, http on loopback is allowed; the connection goes to the address that was checked', async () => {
+    const metadata = await fetchIssuerMetadata(idp.issuer, { production: false });
+    expect(metadata.issuer).toBe(idp.issuer);
+    expect(metadata.jwks_uri).toMatch(/^http:\/\/127\.0\.0\.1/);
+    // `localhost` resolved (here, by the test) to the issuer's address: fetched from that address, whose document names another issuer.
+    const port = new URL(idp.issuer).port;
+    const pinned = await fetchIssuerMetadata(`http://localhost:${port}`, { production: false, resolve: async () => [{ address: '127.0.0.1', family: 4 }] })
+      .then(() => 'fetched', (error: { details?: string[] }) => error.details?.join(' '));
+    expect(pinned).toMatch(/names another issuer/);
+    // http to anything but loopback is refused even in development.
+    const remote = await fetchIssuerMetadata('http://idp.example.com', { production: false, resolve: async () => [{ address: '93.184.216.34', family: 4 }] })
+      .then(() => 'fetched', (error: { details?: string[] }) => error.details?.join(' '));
+    expect(remote).toMatch(/https only/);
+  });
+});
