@@ -15,6 +15,7 @@ import { Migration20261124010000_audit_append_function } from './Migration202611
 import { Migration20261124010100_audit_records_account_through_head } from './Migration20261124010100_audit_records_account_through_head.js';
 import { Migration20261124050000_search_initials } from './Migration20261124050000_search_initials.js';
 import { Migration20261124070000_users_vacuum_after_inserts } from './Migration20261124070000_users_vacuum_after_inserts.js';
+import { Migration20261125040000_audit_owner_and_keyed_chain } from './Migration20261125040000_audit_owner_and_keyed_chain.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
 export const migrationsList: MigrationObject[] = [
@@ -34,4 +35,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261124010100_audit_records_account_through_head', class: Migration20261124010100_audit_records_account_through_head },
   { name: 'Migration20261124050000_search_initials', class: Migration20261124050000_search_initials },
   { name: 'Migration20261124070000_users_vacuum_after_inserts', class: Migration20261124070000_users_vacuum_after_inserts },
+  { name: 'Migration20261125040000_audit_owner_and_keyed_chain', class: Migration20261125040000_audit_owner_and_keyed_chain },
 ];
