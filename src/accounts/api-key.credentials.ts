@@ -8,6 +8,8 @@ interface ApiKeyRow {
   user_id: string | null;
   read_only: boolean;
   role: string | null;
+  description: string | null;
+  user_name: string | null;
 }
 
 /**
@@ -18,7 +20,7 @@ export const apiKeyCredentials: CredentialResolver = {
   scheme: 'token',
   async resolve(em, digest) {
     const [row] = await readPath(em).rows<ApiKeyRow>(
-      `select k.id, k.account_id, k.user_id, k.read_only, u.role
+      `select k.id, k.account_id, k.user_id, k.read_only, u.role, k.description, u.name as user_name
          from api_keys k
          left join users u on u.id = k.user_id and u.deleted_at is null and u.suspended_at is null
         where k.token_digest = ? and k.revoked_at is null`,
@@ -27,9 +29,9 @@ export const apiKeyCredentials: CredentialResolver = {
     );
     if (!row) return undefined;
     if (row.user_id === null) {
-      return { kind: 'account_key', accountId: row.account_id, credentialId: row.id, readOnly: row.read_only, rateLimitKey: `account-key:${row.id}` };
+      return { kind: 'account_key', accountId: row.account_id, credentialId: row.id, readOnly: row.read_only, rateLimitKey: `account-key:${row.id}`, summaries: { credential: row.description } };
     }
     if (!isUserRole(row.role)) return undefined;
-    return { kind: 'user_key', accountId: row.account_id, credentialId: row.id, userId: row.user_id, role: row.role, rateLimitKey: `user:${row.user_id}` };
+    return { kind: 'user_key', accountId: row.account_id, credentialId: row.id, userId: row.user_id, role: row.role, rateLimitKey: `user:${row.user_id}`, summaries: { user: row.user_name, credential: row.description } };
   },
 };

@@ -153,9 +153,13 @@ export async function createApp(options: AppOptions): Promise<App> {
   // Who the client is (req.ip) for every limit keyed by address, and its scheme: only as far as TRUST_PROXY says.
   app.set('trust proxy', runtime.trustProxy);
 
+  // A client's X-Request-Id is believed only from a proxy TRUST_PROXY names (it carries the id the
+  // edge gave the request); anyone else gets the server's own, which the audit trail records.
+  const trustsPeer = app.get('trust proxy fn') as (address: string, hop: number) => boolean;
   const requestIds = (req: Request, res: Response, next: NextFunction) => {
     const given = req.get('x-request-id');
-    res.locals.requestId = given && REQUEST_ID_PATTERN.test(given) ? given : randomUUID();
+    const believed = given && REQUEST_ID_PATTERN.test(given) && trustsPeer(req.socket.remoteAddress ?? '', 0);
+    res.locals.requestId = believed ? given : randomUUID();
     res.set('X-Request-Id', res.locals.requestId);
     next();
   };

@@ -79,9 +79,9 @@ export interface AuditRow {
   body: AuditRecordBody | string;
 }
 
-/** The window a read covers: the last 24 hours unless given, at most 31 days, `since` before `until`. */
+/** The window a read covers, as the reference has it: `until` defaults to now, `since` to 24 hours before `until`; at most 31 days, `since` before `until`. */
 export function auditWindow(filter: Pick<AuditFilter, 'since' | 'until'>, now = new Date()): { since: Date; until: Date } {
-  const until = filter.until ?? (filter.since ? new Date(Math.min(now.getTime(), filter.since.getTime() + MAX_AUDIT_WINDOW_MS)) : now);
+  const until = filter.until ?? now;
   const since = filter.since ?? new Date(until.getTime() - DEFAULT_AUDIT_WINDOW_MS);
   if (since.getTime() > until.getTime()) throw new InvalidInputError('since must not be after until');
   if (until.getTime() - since.getTime() > MAX_AUDIT_WINDOW_MS) throw new InvalidInputError('the window from since to until may not exceed 31 days');
@@ -164,7 +164,7 @@ export class AuditRecordsService {
 
   /** The records of changes made to one user (themself, or can_update_user); a deleted user's stay readable. */
   async listForUser(userId: string, filter: Pick<AuditFilter, 'since' | 'until'>, page: AuditPageRequest): Promise<AuditPage> {
-    policy.assertSelfOrUserManager(this.principal, userId);
+    policy.assertSelfOrCanUpdateUser(this.principal, userId);
     const window = auditWindow(filter);
     const [user] = PUBLIC_ID_PATTERN.test(userId)
       ? await this.em.execute<{ id: string }[]>('select id from users where id = ? and account_id = ?', [userId, this.principal.accountId])

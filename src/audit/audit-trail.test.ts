@@ -73,8 +73,10 @@ describe('every change leaves exactly one record, with its actor, method and fie
       root_resource: { id, type: 'user_reference' },
       actors: [{ id: keyId, type: 'api_key_reference' }],
       method: { type: 'api_token', truncated_token: tokenOf(account.key).slice(-4), description: 'POST /users' },
-      execution_context: { request_id: 'req-create-1' },
+      // The server's own request id, the one it sent back: a client's X-Request-Id is believed only from a trusted proxy.
+      execution_context: { request_id: created.headers['x-request-id'] },
     });
+    expect(created.headers['x-request-id']).not.toBe('req-create-1');
     expect(field(create!, 'email')).toMatchObject({ value: 'ada-audit@example.com' });
 
     const updated = await h.rest('put', `/users/${id}`, { key: account.key, body: { user: { name: 'Ada Renamed', role: 'admin', email: 'ada-audit@example.com' } } });

@@ -15,8 +15,8 @@ export const provisioningTokenCredentials: CredentialResolver = {
   scheme: 'bearer',
   prefix: PROVISIONING_TOKEN_PREFIX,
   async resolve(em, digest) {
-    const [row] = await readPath(em).rows<{ id: string; account_id: string }>(
-      'select id, account_id from provisioning_tokens where token_digest = ? and revoked_at is null',
+    const [row] = await readPath(em).rows<{ id: string; account_id: string; description: string | null }>(
+      'select id, account_id, description from provisioning_tokens where token_digest = ? and revoked_at is null',
       [digest],
       { prepared: true },
     );
@@ -25,6 +25,7 @@ export const provisioningTokenCredentials: CredentialResolver = {
       kind: 'provisioning_token',
       accountId: row.account_id,
       credentialId: row.id,
+      summaries: { credential: row.description },
       scopes: PROVISIONING_SCOPES,
       rateLimitKey: `provisioning-token:${row.id}`,
     };

@@ -1,0 +1,66 @@
+import { describe, expect, test } from '@jest/globals';
+import * as client from 'openid-client';
+import { api, discover, graphqlCall, newMember, registerApp, useOAuthServers } from '../../test/support/oauth-server.js';
+
+/** SPEC section 19: who really acted (an app by its client id, with summaries), and who may read another user's trail. */
+const fixture = useOAuthServers(1);
+
+async function integration(accountId: string, scopes: string): Promise<{ bearer: string; clientId: string; name: string }> {
+  const name = `Integration ${scopes}`;
+  const { app, clientSecret } = await registerApp(fixture.database, fixture.serverSecret, { accountId, kind: 'integration', scopes, name });
+  const config = await discover(fixture.instances[0]!.url, app.clientId, client.ClientSecretBasic(clientSecret!));
+  return { bearer: `Bearer ${(await client.clientCredentialsGrant(config, { scope: scopes })).access_token}`, clientId: app.clientId, name };
+}
+
+describe('attribution', () => {
+  test("an integration's change names the app by its client id (found by actor_id), with its name; an API key's actor carries its description", async () => {
+    const m = await newMember(fixture.database);
+    const owner = `Token token=${m.ownerKey}`;
+    const app = await integration(m.accountId, 'users.read users.write');
+    expect((await api(fixture.instances[0]!, 'PUT', `/users/${m.userId}`, app.bearer, { user: { job_title: 'Set by the integration' } })).status).toBe(200);
+
+    const found = await api(fixture.instances[0]!, 'GET', `/audit/records?actor_type=app_reference&actor_id=${encodeURIComponent(app.clientId)}`, owner);
+    expect(found.status).toBe(200);
+    expect(found.body.records).toHaveLength(1);
+    expect(found.body.records[0]).toMatchObject({ action: 'update', method: { type: 'oauth' }, root_resource: { id: m.userId } });
+    expect(found.body.records[0].actors).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'app_reference', id: app.clientId, summary: app.name })]));
+
+    // The owner's key: the account key's record names the key, described as bootstrap describes it.
+    expect((await api(fixture.instances[0]!, 'PUT', `/users/${m.userId}`, owner, { user: { job_title: 'Set by the owner key' } })).status).toBe(200);
+    const [description] = await fixture.database.em().execute<{ description: string | null }[]>('select description from api_keys where account_id = ? and user_id is null', [m.accountId]);
+    const byKey = await api(fixture.instances[0]!, 'GET', '/audit/records?actor_type=api_key_reference', owner);
+    const keyActor = byKey.body.records[0].actors.find((actor: { type: string }) => actor.type === 'api_key_reference');
+    expect(keyActor.summary).toBe(description?.description ?? null);
+  });
+});
+
+describe('reading another user\'s trail', () => {
+  test('needs can_update_user: an integration with users.read audit_records.read is refused on both faces; with users.write it reads', async () => {
+    const m = await newMember(fixture.database);
+    const reader = await integration(m.accountId, 'users.read audit_records.read');
+    expect((await api(fixture.instances[0]!, 'GET', `/users/${m.userId}/audit/records`, reader.bearer)).status).toBe(403);
+    const field = await graphqlCall(fixture.instances[0]!, reader.bearer, 'query($id: ID!) { user(id: $id) { id auditRecords { nodes { id } } } }', { id: m.userId });
+    expect(field.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+
+    const manager = await integration(m.accountId, 'users.read users.write audit_records.read');
+    expect((await api(fixture.instances[0]!, 'GET', `/users/${m.userId}/audit/records`, manager.bearer)).status).toBe(200);
+    const managed = await graphqlCall(fixture.instances[0]!, manager.bearer, 'query($id: ID!) { user(id: $id) { id auditRecords { nodes { id } } } }', { id: m.userId });
+    expect(managed.errors).toBeUndefined();
+  });
+
+  test('the window: until defaults to now, since to a day before it; over 31 days is 400, also with since alone', async () => {
+    const m = await newMember(fixture.database);
+    const owner = `Token token=${m.ownerKey}`;
+    const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000).toISOString();
+    for (const path of ['/audit/records', `/users/${m.userId}/audit/records`]) {
+      const forty = await api(fixture.instances[0]!, 'GET', `${path}?since=${daysAgo(40)}`, owner);
+      expect(forty.status).toBe(400);
+      expect(forty.body.error.code).toBe(2001);
+      expect((await api(fixture.instances[0]!, 'GET', `${path}?since=${daysAgo(30)}`, owner)).status).toBe(200);
+      expect((await api(fixture.instances[0]!, 'GET', `${path}?until=${daysAgo(10)}&since=${daysAgo(45)}`, owner)).status).toBe(400);
+    }
+    // since alone: through now, so today's records (the account's creation) are in it.
+    const recent = await api(fixture.instances[0]!, 'GET', `/audit/records?since=${daysAgo(1)}`, owner);
+    expect(recent.body.records.length).toBeGreaterThan(0);
+  });
+});
