@@ -134,6 +134,8 @@ export function parseCheckpoint(text: string): AuditCheckpoint | undefined {
   if (trimmed.startsWith('{')) {
     try {
       fields = JSON.parse(trimmed) as Record<string, unknown>;
+      // The server's log line carries it under `checkpoint`.
+      if (fields.checkpoint && typeof fields.checkpoint === 'object') fields = fields.checkpoint as Record<string, unknown>;
     } catch {
       return undefined;
     }
