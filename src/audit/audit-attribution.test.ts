@@ -64,3 +64,21 @@ describe('reading another user\'s trail', () => {
     expect(recent.body.records.length).toBeGreaterThan(0);
   });
 });
+
+describe('calendar credentials', () => {
+  test("a user's calendar key made at its first read is a create record (once); reading it again records nothing", async () => {
+    const m = await newMember(fixture.database);
+    const owner = `Token token=${m.ownerKey}`;
+    const keyRecords = async () =>
+      (await api(fixture.instances[0]!, 'GET', `/users/${m.userId}/audit/records`, owner)).body.records.filter((record: { details: { resource: { type: string } } }) => record.details.resource.type === 'calendar_feed_key_reference');
+    expect(await keyRecords()).toEqual([]);
+    const shown = await api(fixture.instances[0]!, 'GET', `/users/${m.userId}?include[]=calendar_urls`, owner);
+    expect(shown.body.user.http_cal_url).toMatch(/\/private\/[^/]+\/feed$/);
+    const created = await keyRecords();
+    expect(created).toHaveLength(1);
+    expect(created[0]).toMatchObject({ action: 'create', root_resource: { id: m.userId, type: 'user_reference' }, details: { resource: { id: m.userId } } });
+    expect(JSON.stringify(created[0])).not.toContain(shown.body.user.http_cal_url.split('/private/')[1].split('/')[0]);
+    await api(fixture.instances[0]!, 'GET', `/users/${m.userId}?include[]=calendar_urls`, owner);
+    expect(await keyRecords()).toHaveLength(1);
+  });
+});

@@ -72,18 +72,21 @@ export class CalendarFeedService {
       const nonce = this.codec.newNonce();
       return { user_id: userId, nonce, key_digest: this.codec.digest(this.codec.keyFor(userId, nonce)) };
     });
-    await this.transactions.run(this.em, (tx) =>
-      tx.execute(
+    await this.transactions.run(this.em, async (tx) => {
+      const created = await tx.execute<{ user_id: string; account_id: string }[]>(
         `insert into calendar_feed_keys (user_id, nonce, key_digest)
          select t.user_id, t.nonce, t.key_digest
            from jsonb_to_recordset(?::jsonb) as t(user_id text, nonce text, key_digest text)
            join users u on u.id = t.user_id and u.deleted_at is null
           order by u.id
             for share of u
-         on conflict (user_id) do nothing`,
+         on conflict (user_id) do nothing
+         returning user_id, (select u.account_id from users u where u.id = calendar_feed_keys.user_id) as account_id`,
         [JSON.stringify(fresh)],
-        'run',
-      ), 'calendarFeed.firstKeys');
+      );
+      // A credential made is a change of access (SPEC section 19): only the keys this transaction created, not those a concurrent first use won.
+      for (const row of created) recordChange(tx, { accountId: row.account_id, action: 'create', resource: { type: 'calendar_feed_key', id: row.user_id }, userId: row.user_id });
+    }, 'calendarFeed.firstKeys');
     collect(await select(missing));
     return keys;
   }
