@@ -1,5 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
+import { createApiKeyCommand } from '../cli/commands/accounts.commands.js';
 import { api, discover, graphqlCall, newMember, registerApp, useOAuthServers } from '../../test/support/oauth-server.js';
 
 /** SPEC section 19: who really acted (an app by its client id, with summaries), and who may read another user's trail. */
@@ -80,5 +81,33 @@ describe('calendar credentials', () => {
     expect(JSON.stringify(created[0])).not.toContain(shown.body.user.http_cal_url.split('/private/')[1].split('/')[0]);
     await api(fixture.instances[0]!, 'GET', `/users/${m.userId}?include[]=calendar_urls`, owner);
     expect(await keyRecords()).toHaveLength(1);
+  });
+});
+
+describe("other users' calendar URLs shown", () => {
+  test('one view_calendar_urls record per request naming the users shown (REST include and GraphQL fields); none for one\'s own', async () => {
+    const m = await newMember(fixture.database);
+    const owner = `Token token=${m.ownerKey}`;
+    const [ownerRow] = await fixture.database.em().execute<{ id: string }[]>(`select id from users where account_id = ? and role = 'owner'`, [m.accountId]);
+    const views = async () => (await api(fixture.instances[0]!, 'GET', '/audit/records?actions[]=view_calendar_urls', owner)).body.records as Array<{ actors: Array<{ type: string }>; details: { references: Array<{ name: string; added: Array<{ id: string }> | null }> } }>;
+    expect(await views()).toEqual([]);
+
+    await api(fixture.instances[0]!, 'GET', `/users/${m.userId}?include[]=calendar_urls`, owner);
+    const [rest] = await views();
+    expect(rest!.details.references).toEqual([expect.objectContaining({ name: 'users', added: [expect.objectContaining({ id: m.userId })] })]);
+    expect(rest!.actors).toEqual([expect.objectContaining({ type: 'api_key_reference' })]);
+
+    // Several users in one GraphQL request: one record naming them all.
+    const listed = await graphqlCall(fixture.instances[0]!, owner, '{ users(first: 10) { nodes { id httpCalUrl webCalUrl } } }');
+    expect(listed.errors).toBeUndefined();
+    const all = await views();
+    expect(all).toHaveLength(2);
+    expect(all[0]!.details.references[0]!.added!.map((user) => user.id).sort()).toEqual([m.userId, ownerRow!.id].sort());
+
+    // The user reading their own URLs (a user's own key): nothing recorded.
+    const userKey = await createApiKeyCommand.run(fixture.database, { account: m.accountId, user: m.userId }, { info: () => {} });
+    const own = await graphqlCall(fixture.instances[0]!, `Token token=${String(userKey.api_key)}`, 'query($id: ID!) { user(id: $id) { httpCalUrl } }', { id: m.userId });
+    expect(own.errors).toBeUndefined();
+    expect(await views()).toHaveLength(2);
   });
 });
