@@ -1,6 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
 import { createApiKeyCommand } from '../cli/commands/accounts.commands.js';
+import { startHarness } from '../../test/support/harness.js';
 import { api, discover, graphqlCall, newMember, registerApp, useOAuthServers } from '../../test/support/oauth-server.js';
 
 /** SPEC section 19: who really acted (an app by its client id, with summaries), and who may read another user's trail. */
@@ -109,5 +110,34 @@ describe("other users' calendar URLs shown", () => {
     const own = await graphqlCall(fixture.instances[0]!, `Token token=${String(userKey.api_key)}`, 'query($id: ID!) { user(id: $id) { httpCalUrl } }', { id: m.userId });
     expect(own.errors).toBeUndefined();
     expect(await views()).toHaveLength(2);
+  });
+});
+
+describe('request ids', () => {
+  test("a client's X-Request-Id is the record's (and the response's) only from a proxy TRUST_PROXY names; anyone else's is replaced by the server's own", async () => {
+    const behindProxy = await startHarness({ settings: { trustProxy: ['loopback'] } });
+    try {
+      const account = await behindProxy.createAccount();
+      const created = await behindProxy.rest('post', '/users', { key: account.key, body: { user: { type: 'user', name: 'Via Proxy', email: 'via-proxy@example.com' } }, headers: { 'X-Request-Id': 'edge-id-1' } });
+      expect(created.status).toBe(201);
+      expect(created.headers['x-request-id']).toBe('edge-id-1');
+      const listed = await behindProxy.rest('get', '/audit/records?actions[]=create&root_resource_types[]=users', { key: account.key });
+      const record = listed.body.records.find((item: { root_resource: { id: string } }) => item.root_resource.id === created.body.user.id);
+      expect(record.execution_context.request_id).toBe(created.headers['x-request-id']);
+    } finally {
+      await behindProxy.close();
+    }
+    // Straight from a client (no proxy trusted): the forged id is neither echoed nor recorded.
+    const m = await newMember(fixture.database);
+    const forged = await fetch(`${fixture.instances[0]!.url}/users/${m.userId}`, {
+      method: 'PUT',
+      headers: { Accept: 'application/vnd.pagerduty+json;version=2', Authorization: `Token token=${m.ownerKey}`, 'Content-Type': 'application/json', 'X-Request-Id': 'forged-id-1' },
+      body: JSON.stringify({ user: { job_title: 'forged' } }),
+    });
+    expect(forged.status).toBe(200);
+    const serverId = forged.headers.get('x-request-id');
+    expect(serverId).not.toBe('forged-id-1');
+    const [update] = (await api(fixture.instances[0]!, 'GET', `/users/${m.userId}/audit/records`, `Token token=${m.ownerKey}`)).body.records;
+    expect(update.execution_context.request_id).toBe(serverId);
   });
 });
