@@ -237,8 +237,8 @@ for (const [index, size] of sizes.entries()) {
   readers.push({ size, apiKey: reader.apiKey, paths: ['/audit/records?limit=25', `/users/${target}/audit/records?limit=25`] });
   const [since, until] = [new Date(Date.now() - 86_400_000).toISOString(), new Date().toISOString()];
   for (const [what, sql, params] of [
-    ['GET /audit/records', 'select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= ? order by execution_time desc, position desc limit 26', [reader.accountId, since, until]],
-    ['GET /users/{id}/audit/records', `select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= ? and root_resource_type = 'user' and root_resource_id = ? order by execution_time desc, position desc limit 26`, [reader.accountId, since, until, target]],
+    ['GET /audit/records', 'select id, position, execution_time, action, body from audit_records_full where account_id = ? and execution_time >= ? and execution_time <= ? order by execution_time desc, position desc limit 26', [reader.accountId, since, until]],
+    ['GET /users/{id}/audit/records', `select id, position, execution_time, action, body from audit_records_full where account_id = ? and execution_time >= ? and execution_time <= ? and root_resource_type = 'user' and root_resource_id = ? order by execution_time desc, position desc limit 26`, [reader.accountId, since, until, target]],
   ] as const) {
     const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(`explain (analyze, buffers) ${database.em().getPlatform().formatQuery(sql, [...params])}`);
     plans.push(`#### ${label(size)} records, ${what}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);

@@ -53,6 +53,19 @@ export function chainedContent(record: Omit<ChainedRecord, 'accountId' | 'positi
   ];
 }
 
+/**
+ * A record as `audit_append_records` takes it: the text of the members its batch shares
+ * (`"executionContext":...,"actors":...,"method":...`) and the JSON text of its `chainedContent`
+ * without them (its body then begins `{"rootResource":`). Spliced back, they are exactly the text
+ * `chainHash` hashes.
+ */
+export function storedParts(record: Omit<ChainedRecord, 'accountId' | 'position' | 'id' | 'executionTime'>): { sharedMembers: string; content: string } {
+  const content = chainedContent(record);
+  const { executionContext, actors, method, ...own } = content[7];
+  const sharedMembers = `"executionContext":${JSON.stringify(executionContext)},"actors":${JSON.stringify(actors)},"method":${JSON.stringify(method)}`;
+  return { sharedMembers, content: JSON.stringify([...content.slice(0, 7), own]) };
+}
+
 /** The chain's format: 1, SHA-256 (records written before SPEC section 19); 2, HMAC-SHA-256 under the chain key. */
 export type ChainVersion = 1 | 2;
 export const CURRENT_CHAIN_VERSION: ChainVersion = 2;

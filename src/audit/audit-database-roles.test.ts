@@ -165,7 +165,7 @@ describe('the chain format is versioned', () => {
     if (!h.database.url) return;
     const { account, head } = await accountWithWrites(1);
     const rows = await h.database.em().execute<Array<{ position: string; id: string; execution_time: Date; action: string; root_resource_type: string; root_resource_id: string; actor_type: string | null; actor_id: string | null; method_type: string; method_truncated_token: string | null; body: AuditRecordBody }>>(
-      'select * from audit_records where account_id = ? order by position',
+      'select * from audit_records_full where account_id = ? order by position',
       [account.id],
     );
     // Rewritten as the previous release linked them (what a database upgraded from it holds).
@@ -189,7 +189,7 @@ describe('the chain format is versioned', () => {
 
     // Downgrading the newest record to an unkeyed link (computable without the key) is caught.
     const [last] = await h.database.em().execute<Array<{ id: string; previous_hash: string; execution_time: Date; action: string; root_resource_type: string; root_resource_id: string; actor_type: string | null; actor_id: string | null; method_type: string; method_truncated_token: string | null; body: AuditRecordBody }>>(
-      'select * from audit_records where account_id = ? and position = ?',
+      'select * from audit_records_full where account_id = ? and position = ?',
       [account.id, total],
     );
     const unkeyed = chainHash(last!.previous_hash, { accountId: account.id, position: total, id: last!.id, executionTime: new Date(last!.execution_time), action: last!.action, rootResourceType: last!.root_resource_type, rootResourceId: last!.root_resource_id, actorType: last!.actor_type, actorId: last!.actor_id, methodType: last!.method_type, methodTruncatedToken: last!.method_truncated_token, body: auditBodyOf(last!.body) }, 1);

@@ -35,7 +35,7 @@ async function* walk(em: EntityManager, accountId: string, options: { afterPosit
   for (;;) {
     const window = options.since && options.until ? ' and execution_time >= ? and execution_time <= ?' : '';
     const rows = await em.execute<StoredRow[]>(
-      `select ${COLUMNS} from audit_records where account_id = ? and position > ?${window} order by position limit ?`,
+      `select ${COLUMNS} from audit_records_full where account_id = ? and position > ?${window} order by position limit ?`,
       [accountId, after, ...(window ? [options.since, options.until] : []), BATCH],
     );
     for (const row of rows) yield row;

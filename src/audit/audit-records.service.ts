@@ -154,7 +154,7 @@ export class AuditRecordsService {
     if (head <= position) return { records: [], through: position, more: false };
     const where = ['account_id = ?', 'position > ?', 'position <= ?', ...conditions];
     const rows = await this.em.execute<AuditRow[]>(
-      `select id, position, execution_time, action, body from audit_records where ${where.join(' and ')} order by position limit ?`,
+      `select id, position, execution_time, action, body from audit_records_full where ${where.join(' and ')} order by position limit ?`,
       [this.principal.accountId, position, head, ...params, limit + 1],
     );
     const records = rows.slice(0, limit).map((row) => presentAuditRow(row, this.urls));
@@ -184,7 +184,7 @@ export class AuditRecordsService {
     // along it, so records committed while a client pages are all newer than its cursor: pages
     // neither repeat nor skip.
     const rows = await this.em.execute<AuditRow[]>(
-      `select id, position, execution_time, action, body from audit_records where ${where.join(' and ')} order by execution_time desc, position desc limit ?`,
+      `select id, position, execution_time, action, body from audit_records_full where ${where.join(' and ')} order by execution_time desc, position desc limit ?`,
       [...values, page.first + 1],
     );
     return { items: rows.slice(0, page.first).map((row) => presentAuditRow(row, this.urls)), hasNextPage: rows.length > page.first };

@@ -352,9 +352,11 @@ describe('integrity', () => {
     };
     try {
       await run('alter table audit_records disable trigger audit_records_append_only');
+      await run('alter table audit_contexts disable trigger audit_contexts_append_only');
       await run(sql, params);
     } finally {
       await run('alter table audit_records enable trigger audit_records_append_only');
+      await run('alter table audit_contexts enable trigger audit_contexts_append_only');
       await owner?.end();
     }
   }
@@ -365,7 +367,8 @@ describe('integrity', () => {
     expect(await verifyAuditChain(h.database.em(), intact.account.id)).toEqual({ ok: true, verified: 7 });
 
     const edited = await chainOf(4);
-    await tamper(`update audit_records set body = jsonb_set(body, '{method,description}', '"PUT /nothing"') where id = ?`, [edited.ids[3]]);
+    // The method is the batch's shared context (one record per batch here): editing it breaks the batch's first record.
+    await tamper(`update audit_contexts c set context = jsonb_set(context, '{method,description}', '"PUT /nothing"') from audit_records r where r.id = ? and c.account_id = r.account_id and c.first_position = r.context_position`, [edited.ids[3]]);
     expect(await verifyAuditChain(h.database.em(), edited.account.id)).toMatchObject({ ok: false, recordId: edited.ids[3], position: 4, problem: expect.stringMatching(/edited/) });
 
     const added = await chainOf(4);
@@ -450,7 +453,7 @@ describe('integrity', () => {
 // Declared last: runs after every test above has written its records.
 describe('after the suite', () => {
 test('no record holds a key, token, password or feed key (scan of every record)', async () => {
-  const rows = await h.database.em().execute<{ text: string }[]>('select body::text || action || coalesce(method_truncated_token, \'\') as text from audit_records');
+  const rows = await h.database.em().execute<{ text: string }[]>('select body::text || action || coalesce(method_truncated_token, \'\') as text from audit_records_full');
   expect(rows.length).toBeGreaterThan(20);
   const needles = [...secrets].filter((secret) => secret.length >= 8);
   expect(needles.length).toBeGreaterThan(5);

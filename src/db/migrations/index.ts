@@ -16,6 +16,7 @@ import { Migration20261124010100_audit_records_account_through_head } from './Mi
 import { Migration20261124050000_search_initials } from './Migration20261124050000_search_initials.js';
 import { Migration20261124070000_users_vacuum_after_inserts } from './Migration20261124070000_users_vacuum_after_inserts.js';
 import { Migration20261125040000_audit_owner_and_keyed_chain } from './Migration20261125040000_audit_owner_and_keyed_chain.js';
+import { Migration20261125040100_audit_shared_context } from './Migration20261125040100_audit_shared_context.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
 export const migrationsList: MigrationObject[] = [
@@ -36,4 +37,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261124050000_search_initials', class: Migration20261124050000_search_initials },
   { name: 'Migration20261124070000_users_vacuum_after_inserts', class: Migration20261124070000_users_vacuum_after_inserts },
   { name: 'Migration20261125040000_audit_owner_and_keyed_chain', class: Migration20261125040000_audit_owner_and_keyed_chain },
+  { name: 'Migration20261125040100_audit_shared_context', class: Migration20261125040100_audit_shared_context },
 ];
