@@ -128,6 +128,9 @@ describe('a signed checkpoint (accessctl audit checkpoint)', () => {
     const jsonFile = path.join(dir, 'checkpoint.json');
     await writeFile(plainFile, `${checkpointAuditCommand.human(printed)}\n`);
     await writeFile(jsonFile, `${JSON.stringify(printed)}\n`);
+    // The server's hourly log line carries the same object under `checkpoint`.
+    const logFile = path.join(dir, 'logged.json');
+    await writeFile(logFile, `${JSON.stringify({ level: 30, msg: 'audit checkpoint', checkpoint: printed })}\n`);
     expect(printed).toMatchObject({ account_id: account.id, position: newest, signature: expect.stringMatching(/^[0-9a-f]{64}$/) });
 
     await superuser((client) => attack(client, account.id));
@@ -135,7 +138,7 @@ describe('a signed checkpoint (accessctl audit checkpoint)', () => {
     // Without the checkpoint the shortened chain is consistent.
     expect(await verifyAuditChain(h.database.em(), account.id)).toEqual({ ok: true, verified: newest - 1 });
 
-    for (const file of [plainFile, jsonFile]) {
+    for (const file of [plainFile, jsonFile, logFile]) {
       const outcome = await verifyAuditCommand.run(h.database, { account: account.id, checkpoint: file }, io);
       expect(verifyAuditCommand.exitCode!(outcome)).toBe(1);
       expect(outcome).toMatchObject({ ok: false, position: newest, problem: expect.stringContaining(`positions ${newest} to ${newest} are missing`) });
