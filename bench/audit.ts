@@ -152,6 +152,50 @@ if (writeRounds > 1) {
     output.push(`| ${write.name} | all | | ${fixed(p50With)} | ${fixed(p50Without)} | ${fixed(p50With / p50Without, 2)}x | ${fixed(percentile(all.with, 0.99))} | ${fixed(percentile(all.without, 0.99))} |`);
   }
 }
+// Four writers at once to one account (AUDIT_BENCH_CONCURRENCY, default 4), each `PUT /users` x100
+// on 100 users of its own (so rows never make them wait on each other; the chain's head of the
+// account is what they share), for AUDIT_BENCH_CONCURRENT_MS per side, the sides alternating each
+// round: requests per second and p50 of each side.
+const concurrency = Number(process.env.AUDIT_BENCH_CONCURRENCY ?? 4);
+const concurrentMs = Number(process.env.AUDIT_BENCH_CONCURRENT_MS ?? 10_000);
+if (concurrency > 1) {
+  const writerUsers: string[][] = [bulkIds];
+  for (let w = 1; w < concurrency; w++) {
+    const prefix = `PW${w}`;
+    await database.em().execute(
+      `insert into users (id, account_id, name, email, time_zone, color, role, created_at, updated_at)
+       select ? || lpad(i::text, 4, '0'), ?, 'Bench Writer ' || i, 'bench-w' || ? || '-' || ? || '-' || i || '@audit-bench.example', 'Etc/UTC', 'green', 'user', now(), now()
+         from generate_series(1, 100) as i
+       on conflict do nothing`,
+      [prefix, writer.accountId, w, runStamp],
+    );
+    writerUsers.push(Array.from({ length: 100 }, (_, i) => `${prefix}${String(i + 1).padStart(4, '0')}`));
+  }
+  output.push('', `${concurrency} writers at once to one account, \`PUT /users\` x100 each on its own users, ${concurrentMs / 1000} s a side per round:`, '');
+  output.push('| round | side | requests/s | p50 (ms) | p99 (ms) |', '|---|---|---|---|---|');
+  const sides = { with: withTrail, without: withoutTrail } as const;
+  const pooled = { with: { count: 0, ms: 0, times: [] as number[] }, without: { count: 0, ms: 0, times: [] as number[] } };
+  for (let round = 1; round <= writeRounds; round++) {
+    for (const side of round % 2 === 1 ? (['with', 'without'] as const) : (['without', 'with'] as const)) {
+      const times: number[] = [];
+      const started = performance.now();
+      await Promise.all(writerUsers.map(async (ids) => {
+        while (performance.now() - started < concurrentMs) {
+          iteration++;
+          times.push(await timed(sides[side], apiKey, 'PUT', '/users', JSON.stringify({ users: ids.map((id) => ({ id, type: 'user', job_title: `Concurrent ${iteration}` })) })));
+        }
+      }));
+      const elapsed = performance.now() - started;
+      pooled[side].count += times.length;
+      pooled[side].ms += elapsed;
+      pooled[side].times.push(...times);
+      log(`${concurrency} writers, round ${round}, ${side} the trail: ${times.length} requests`);
+      output.push(`| ${round} | ${side} the trail | ${fixed((times.length * 1000) / elapsed, 0)} | ${fixed(percentile(times, 0.5))} | ${fixed(percentile(times, 0.99))} |`);
+    }
+  }
+  const rate = (side: 'with' | 'without') => (pooled[side].count * 1000) / pooled[side].ms;
+  output.push(`| all | with / without | ${fixed(rate('with'), 0)} / ${fixed(rate('without'), 0)} = ${fixed(rate('with') / rate('without'), 2)}x | ${fixed(percentile(pooled.with.times, 0.5))} / ${fixed(percentile(pooled.without.times, 0.5))} | |`);
+}
 await withoutTrail.stop();
 
 // Reads: an account per size whose trail holds that many records (synthetic rows spread over the
@@ -193,8 +237,8 @@ for (const [index, size] of sizes.entries()) {
   readers.push({ size, apiKey: reader.apiKey, paths: ['/audit/records?limit=25', `/users/${target}/audit/records?limit=25`] });
   const [since, until] = [new Date(Date.now() - 86_400_000).toISOString(), new Date().toISOString()];
   for (const [what, sql, params] of [
-    ['GET /audit/records', 'select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= ? order by execution_time desc, position desc limit 26', [reader.accountId, since, until]],
-    ['GET /users/{id}/audit/records', `select id, position, execution_time, action, body from audit_records where account_id = ? and execution_time >= ? and execution_time <= ? and root_resource_type = 'user' and root_resource_id = ? order by execution_time desc, position desc limit 26`, [reader.accountId, since, until, target]],
+    ['GET /audit/records', 'select id, position, execution_time, action, body from audit_records_full where account_id = ? and execution_time >= ? and execution_time <= ? order by execution_time desc, position desc limit 26', [reader.accountId, since, until]],
+    ['GET /users/{id}/audit/records', `select id, position, execution_time, action, body from audit_records_full where account_id = ? and execution_time >= ? and execution_time <= ? and root_resource_type = 'user' and root_resource_id = ? order by execution_time desc, position desc limit 26`, [reader.accountId, since, until, target]],
   ] as const) {
     const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(`explain (analyze, buffers) ${database.em().getPlatform().formatQuery(sql, [...params])}`);
     plans.push(`#### ${label(size)} records, ${what}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);

@@ -4,6 +4,7 @@ import { createLogger, flushLog } from './logging/logger.js';
 import { openDatabase } from './db/database.js';
 import { EmbeddedDatabaseBusyError } from './db/embedded-lock.js';
 import { resolveServerSecret } from './auth/server-secret.js';
+import { configureAuditChainKey } from './audit/audit-chain.js';
 import { greetFirstStart } from './app/first-start.js';
 import { allCommitHooks, allEntities } from './app/features.js';
 import { createApp } from './app/app.js';
@@ -17,8 +18,11 @@ async function main(): Promise<void> {
   const logger = createLogger(config);
   const tracing = startTracing();
   if (tracing) logger.info('tracing: exporting spans over OTLP/HTTP');
+  const serverSecret = resolveServerSecret(config);
+  configureAuditChainKey(config.auditChainKey ? Buffer.from(config.auditChainKey, 'utf8') : serverSecret);
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
+    ownerUrl: config.databaseOwnerUrl,
     replicaUrls: config.databaseReplicaUrls,
     replicaMaxLagMs: config.databaseReplicaMaxLagMs,
     pooler: config.databasePooler,
@@ -48,7 +52,7 @@ async function main(): Promise<void> {
   }
 
   const rateLimiter = createRateLimiter({ perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, redisCommandTimeoutMs: config.redisCommandTimeoutMs, logger });
-  const server = await createApp({ settings: config, database, logger, serverSecret: resolveServerSecret(config), rateLimiter, http: config.http, metricsToken: config.metricsToken, liveUpdates: config.liveUpdates });
+  const server = await createApp({ settings: config, database, logger, serverSecret, rateLimiter, http: config.http, metricsToken: config.metricsToken, liveUpdates: config.liveUpdates });
   await new Promise<void>((resolve) => server.httpServer.listen(config.port, resolve));
   logger.info({ port: config.port, database: database.kind, graphql: `${config.publicApiUrl}/graphql` }, 'account access gateway listening');
   // Whoever waits for this line (an operator, a supervisor, the smoke test) sees it now, not when the buffer fills.

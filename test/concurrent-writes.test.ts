@@ -296,13 +296,12 @@ describe('deadlocks and serialization failures are retried; exhausted retries an
   test('exhausted retries: REST 503 with Retry-After and GraphQL SERVICE_UNAVAILABLE, logged at warn with the request id, nothing written', async () => {
     const account = await h.createAccount();
     const [first, second] = await createUsers(account, 2);
-    const requestId = 'busy-rest-request';
     const response = await h.rest('put', '/users', {
       key: account.key,
-      headers: { 'X-Request-Id': requestId },
       body: { users: [{ id: second!.id, type: 'user', job_title: 'would be half-written' }, { id: first!.id, type: 'user', job_title: 'deadlock-always' }] },
     });
     expect(response.status).toBe(503);
+    const requestId = response.headers['x-request-id'];
     expect(response.headers['retry-after']).toBe('1');
     expect(response.body.error.code).toBe(2000);
     expect(response.body.error.errors.join(' ')).toMatch(/busy/);

@@ -38,10 +38,10 @@ describe('traces', () => {
     const account = await h.createAccount();
     const user = await h.createUser(account);
     exporter.reset();
-    const response = await h.rest('get', `/users/${user.id}`, { key: account.key, headers: { 'X-Request-Id': 'trace-rest-1' } });
+    const response = await h.rest('get', `/users/${user.id}`, { key: account.key });
     expect(response.status).toBe(200);
 
-    const { traceId, spans } = await traceOf('trace-rest-1');
+    const { traceId, spans } = await traceOf(response.headers['x-request-id']!);
     expect(traceId).toMatch(/^[0-9a-f]{32}$/);
     const http = spans.filter((span) => span.kind === SpanKind.SERVER);
     expect(http.map((span) => span.name)).toEqual(['GET /users/{id}']);
@@ -73,10 +73,10 @@ describe('traces', () => {
     const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
     const response = await supertest(h.app)
       .post('/graphql')
-      .set({ Authorization: `Token token=${(account.key as { token: string }).token}`, 'X-Request-Id': 'trace-graphql-1', traceparent: `00-${callerTrace}-00f067aa0ba902b7-01` })
+      .set({ Authorization: `Token token=${(account.key as { token: string }).token}`, traceparent: `00-${callerTrace}-00f067aa0ba902b7-01` })
       .send({ query: 'query CountUsers { users { totalCount } }' });
     expect(response.status).toBe(200);
-    const { traceId, spans } = await traceOf('trace-graphql-1');
+    const { traceId, spans } = await traceOf(response.headers['x-request-id']!);
     expect(traceId).toBe(callerTrace);
     const http = spans.find((span) => span.kind === SpanKind.SERVER)!;
     expect(http.name).toBe('POST /graphql');

@@ -1,4 +1,5 @@
-import { purgeAuditRecords } from '../audit/audit-maintenance.js';
+import { auditCheckpoint, auditCheckpoints, purgeAuditRecords } from '../audit/audit-maintenance.js';
+import { checkpointJson, type AuditCheckpoint } from '../audit/audit-chain.js';
 import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -80,6 +81,8 @@ export interface App {
 
 /** Between purges of idempotency keys older than a day. */
 const IDEMPOTENCY_PURGE_INTERVAL_MS = 10 * 60_000;
+/** SPEC section 19: one signed checkpoint per account each hour (and after each purge). */
+const AUDIT_CHECKPOINT_INTERVAL_MS = 3_600_000;
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -155,9 +158,13 @@ export async function createApp(options: AppOptions): Promise<App> {
   // Who the client is (req.ip) for every limit keyed by address, and its scheme: only as far as TRUST_PROXY says.
   app.set('trust proxy', runtime.trustProxy);
 
+  // A client's X-Request-Id is believed only from a proxy TRUST_PROXY names (it carries the id the
+  // edge gave the request); anyone else gets the server's own, which the audit trail records.
+  const trustsPeer = app.get('trust proxy fn') as (address: string, hop: number) => boolean;
   const requestIds = (req: Request, res: Response, next: NextFunction) => {
     const given = req.get('x-request-id');
-    res.locals.requestId = given && REQUEST_ID_PATTERN.test(given) ? given : randomUUID();
+    const believed = given && REQUEST_ID_PATTERN.test(given) && trustsPeer(req.socket.remoteAddress ?? '', 0);
+    res.locals.requestId = believed ? given : randomUUID();
     res.set('X-Request-Id', res.locals.requestId);
     next();
   };
@@ -325,12 +332,25 @@ export async function createApp(options: AppOptions): Promise<App> {
     );
     // The audit trail's retention, as the server goes: each purge is a recorded write of its own.
     const retention = database.transactions.onBehalfOf({ face: 'server', description: 'audit retention purge' });
-    purgeAuditRecords(database.em(), retention, { retentionDays: settings.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS }).then(
+    const onPurged = async (accountId: string) => {
+      const checkpoint = await auditCheckpoint(database.em(), accountId);
+      if (checkpoint) logCheckpoint(checkpoint);
+    };
+    purgeAuditRecords(database.em(), retention, { retentionDays: settings.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS, onPurged }).then(
       (purged) => purged && logger.info({ purged }, 'purged audit records past retention'),
       (error: unknown) => outages.warn({ err: error }, 'audit record purge failed'),
     );
   }, IDEMPOTENCY_PURGE_INTERVAL_MS);
   purgeTimer.unref();
+  // Signed heads in the log, which lives outside the database: a tail removed later shows against them (`audit verify --checkpoint`).
+  const logCheckpoint = (checkpoint: AuditCheckpoint) => logger.info({ checkpoint: checkpointJson(checkpoint) }, 'audit checkpoint');
+  const checkpointTimer = setInterval(() => {
+    auditCheckpoints(database.em()).then(
+      (checkpoints) => checkpoints.forEach(logCheckpoint),
+      (error: unknown) => outages.warn({ err: error }, 'audit checkpoints not logged'),
+    );
+  }, AUDIT_CHECKPOINT_INTERVAL_MS);
+  checkpointTimer.unref();
 
   return {
     app,
@@ -345,6 +365,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     },
     async stop(graceMs = 10_000) {
       clearInterval(purgeTimer);
+      clearInterval(checkpointTimer);
       // After the drain: subscribers are told to go (1001) and reconnect elsewhere; then HTTP stops.
       await live.close();
       const outcome = await managedServer.stop(graceMs);

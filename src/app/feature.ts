@@ -29,6 +29,8 @@ export interface Feature {
   onUserDeleted?: UserDeletedHook;
   /** Steps of the write path run before every commit that recorded changes (`recordChange`), e.g. the audit trail. */
   commitHooks?: CommitHook[];
+  /** Tables a least-privilege app role may only read (`accessctl db grant-app-role`): written through the owner's functions alone. */
+  appReadOnlyTables?: string[];
   /** Another way to sign in to the authorization server (single sign-on), built once per app. */
   signInMethod?: (deps: HttpRouteDeps) => SignInMethod;
   /** Revokes what the feature issued to a user who is being suspended, in the suspending transaction. */

@@ -17,3 +17,5 @@ export const features: readonly Feature[] = [accountsFeature, usersFeature, oaut
 export const allEntities = () => features.flatMap((feature) => feature.entities);
 
 export const allCommitHooks = () => features.flatMap((feature) => feature.commitHooks ?? []);
+
+export const allAppReadOnlyTables = () => features.flatMap((feature) => feature.appReadOnlyTables ?? []);

@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { deriveKey } from '../auth/server-secret.js';
 import { orderedBody, type AuditRecordBody } from './audit-record.js';
 
 /** JSON with object keys sorted at every level: the same value hashes the same however it was stored (jsonb reorders keys). */
@@ -53,16 +54,116 @@ export function chainedContent(record: Omit<ChainedRecord, 'accountId' | 'positi
 }
 
 /**
- * SHA-256 over the previous record's hash and this record: editing a record changes its hash,
- * removing one breaks the link of the next, and moving one changes the position its hash covers.
+ * A record as `audit_append_records` takes it: the text of the members its batch shares
+ * (`"executionContext":...,"actors":...,"method":...`) and the JSON text of its `chainedContent`
+ * without them (its body then begins `{"rootResource":`). Spliced back, they are exactly the text
+ * `chainHash` hashes.
+ */
+export function storedParts(record: Omit<ChainedRecord, 'accountId' | 'position' | 'id' | 'executionTime'>): { sharedMembers: string; content: string } {
+  const content = chainedContent(record);
+  const { executionContext, actors, method, ...own } = content[7];
+  const sharedMembers = `"executionContext":${JSON.stringify(executionContext)},"actors":${JSON.stringify(actors)},"method":${JSON.stringify(method)}`;
+  return { sharedMembers, content: JSON.stringify([...content.slice(0, 7), own]) };
+}
+
+/** The chain's format: 1, SHA-256 (records written before SPEC section 19); 2, HMAC-SHA-256 under the chain key. */
+export type ChainVersion = 1 | 2;
+export const CURRENT_CHAIN_VERSION: ChainVersion = 2;
+
+/**
+ * The key the chain (version 2) and checkpoints are keyed with: derived from AUDIT_CHAIN_KEY, else
+ * the server secret. The server and `accessctl` configure it at start from their configuration;
+ * until then (tests, in one process) a fixed development key keeps writer and verifier agreeing.
+ */
+let chainKey: Buffer = deriveKey(Buffer.from('audit chain key of an unconfigured process'), 'audit-chain');
+
+export function configureAuditChainKey(secret: Buffer): void {
+  chainKey = deriveKey(secret, 'audit-chain');
+}
+
+/**
+ * The key's two HMAC pads (RFC 2104), which `audit_append_records` hashes with PostgreSQL's
+ * sha256(): the database computes the keyed links without holding the key beyond the statement.
+ */
+export function chainKeyPads(): { inner: Buffer; outer: Buffer } {
+  const block = Buffer.alloc(64);
+  chainKey.copy(block);
+  return { inner: Buffer.from(block.map((byte) => byte ^ 0x36)), outer: Buffer.from(block.map((byte) => byte ^ 0x5c)) };
+}
+
+/**
+ * The link of a record to the previous record's hash: editing a record changes its hash, removing
+ * one breaks the link of the next, and moving one changes the position its hash covers. Version 2
+ * is an HMAC, so a writer of the database without the key cannot re-link records it changed.
  * The record is serialized in one fixed order (`chainedContent`), so a body read back from jsonb
  * (which reorders keys) hashes the same. The write path computes the same digest in the database
- * (`audit_append_records`, where the chain's head is locked) from the JSON text of
- * `chainedContent`; this is the verifier's side.
+ * (`audit_append_records`, where the chain's head is locked); this is the verifier's side.
  */
-export function chainHash(previousHash: string, record: ChainedRecord): string {
+export function chainHash(previousHash: string, record: ChainedRecord, version: ChainVersion = CURRENT_CHAIN_VERSION): string {
   const covered = JSON.stringify([record.accountId, String(record.position), record.id, record.executionTime.toISOString(), ...chainedContent(record)]);
-  return createHash('sha256').update(previousHash).update('\n').update(covered).digest('hex');
+  const digest = version === 1 ? createHash('sha256') : createHmac('sha256', chainKey);
+  return digest.update(previousHash).update('\n').update(covered).digest('hex');
+}
+
+/** Where an account's chain ended at a moment, signed with the chain key: kept outside the database, it shows a truncated tail. */
+export interface AuditCheckpoint {
+  accountId: string;
+  position: number;
+  hash: string;
+  time: Date;
+  signature: string;
+}
+
+function checkpointSignature(checkpoint: Omit<AuditCheckpoint, 'signature'>): string {
+  return createHmac('sha256', deriveKey(chainKey, 'audit-checkpoint'))
+    .update(JSON.stringify([checkpoint.accountId, String(checkpoint.position), checkpoint.hash, checkpoint.time.toISOString()]))
+    .digest('hex');
+}
+
+export function signCheckpoint(head: Omit<AuditCheckpoint, 'signature'>): AuditCheckpoint {
+  return { ...head, signature: checkpointSignature(head) };
+}
+
+export function checkpointIsAuthentic(checkpoint: AuditCheckpoint): boolean {
+  const expected = Buffer.from(checkpointSignature(checkpoint), 'hex');
+  const given = Buffer.from(checkpoint.signature, 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/** A checkpoint as `audit checkpoint --json` prints it. */
+export function checkpointJson(checkpoint: AuditCheckpoint): Record<string, string | number> {
+  return { account_id: checkpoint.accountId, position: checkpoint.position, hash: checkpoint.hash, time: checkpoint.time.toISOString(), signature: checkpoint.signature };
+}
+
+/** A checkpoint as `audit checkpoint` prints it for people: one line, which `audit verify --checkpoint` reads back. */
+export function checkpointLine(checkpoint: AuditCheckpoint): string {
+  return `audit checkpoint account_id=${checkpoint.accountId} position=${checkpoint.position} hash=${checkpoint.hash} time=${checkpoint.time.toISOString()} signature=${checkpoint.signature}`;
+}
+
+/** Reads what `audit checkpoint` printed, plain or JSON; undefined when it is neither. */
+export function parseCheckpoint(text: string): AuditCheckpoint | undefined {
+  const trimmed = text.trim();
+  let fields: Record<string, unknown>;
+  if (trimmed.startsWith('{')) {
+    try {
+      fields = JSON.parse(trimmed) as Record<string, unknown>;
+      // The server's log line carries it under `checkpoint`.
+      if (fields.checkpoint && typeof fields.checkpoint === 'object') fields = fields.checkpoint as Record<string, unknown>;
+    } catch {
+      return undefined;
+    }
+  } else {
+    const line = trimmed.split('\n').find((candidate) => candidate.startsWith('audit checkpoint '));
+    if (!line) return undefined;
+    fields = Object.fromEntries(line.slice('audit checkpoint '.length).split(' ').map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+    fields.position = Number(fields.position);
+  }
+  const { account_id: accountId, position, hash, time, signature } = fields as { account_id?: unknown; position?: unknown; hash?: unknown; time?: unknown; signature?: unknown };
+  if (typeof accountId !== 'string' || typeof position !== 'number' || !Number.isSafeInteger(position) || position < 0) return undefined;
+  if (typeof hash !== 'string' || typeof time !== 'string' || typeof signature !== 'string' || !/^[0-9a-f]{64}$/.test(signature)) return undefined;
+  const at = new Date(time);
+  if (Number.isNaN(at.getTime())) return undefined;
+  return { accountId, position, hash, time: at, signature };
 }
 
 /** True when a stored body holds exactly what `orderedBody` keeps: nothing added beside the fields the chain covers. */

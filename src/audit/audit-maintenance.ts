@@ -1,8 +1,7 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { recordChange } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
-import { chainHash, holdsOnlyChainedFields } from './audit-chain.js';
-import { lockChainHead } from './audit-trail.hook.js';
+import { chainHash, checkpointIsAuthentic, holdsOnlyChainedFields, signCheckpoint, type AuditCheckpoint, type ChainVersion } from './audit-chain.js';
 import type { PublicUrls } from '../app/runtime.js';
 import { auditBodyOf, type AuditRecordBody } from './audit-record.js';
 import { presentAuditRecord } from './audit-record.rest.js';
@@ -25,9 +24,10 @@ interface StoredRow {
   body: AuditRecordBody | string;
   previous_hash: string;
   hash: string;
+  chain_version: number;
 }
 
-const COLUMNS = 'account_id, position, id, execution_time, action, root_resource_type, root_resource_id, actor_type, actor_id, method_type, method_truncated_token, body, previous_hash, hash';
+const COLUMNS = 'account_id, position, id, execution_time, action, root_resource_type, root_resource_id, actor_type, actor_id, method_type, method_truncated_token, body, previous_hash, hash, chain_version';
 
 /** The account's records from `afterPosition` on, oldest first, one bounded batch at a time: constant memory whatever the trail's length. */
 async function* walk(em: EntityManager, accountId: string, options: { afterPosition: number; since?: Date; until?: Date }): AsyncGenerator<StoredRow> {
@@ -35,7 +35,7 @@ async function* walk(em: EntityManager, accountId: string, options: { afterPosit
   for (;;) {
     const window = options.since && options.until ? ' and execution_time >= ? and execution_time <= ?' : '';
     const rows = await em.execute<StoredRow[]>(
-      `select ${COLUMNS} from audit_records where account_id = ? and position > ?${window} order by position limit ?`,
+      `select ${COLUMNS} from audit_records_full where account_id = ? and position > ?${window} order by position limit ?`,
       [accountId, after, ...(window ? [options.since, options.until] : []), BATCH],
     );
     for (const row of rows) yield row;
@@ -66,11 +66,15 @@ export async function verifyAuditChain(em: EntityManager, accountId: string): Pr
   let expectedPosition = Number(head.anchor_position) + 1;
   let previousHash = head.anchor_hash;
   let verified = 0;
+  let keyed = false;
   for await (const row of walk(em, accountId, { afterPosition: Number(head.anchor_position) })) {
     const position = Number(row.position);
     const failure = (problem: string): VerifyOutcome => ({ ok: false, verified, recordId: row.id, position, problem });
     if (position !== expectedPosition) return failure(`record(s) removed before it: expected position ${expectedPosition}, found ${position}`);
     if (row.previous_hash !== previousHash) return failure('inserted out of order: it does not follow the record before it');
+    // Unkeyed links end where keyed ones begin: a version 1 record after a version 2 one was rewritten without the key.
+    if (keyed && row.chain_version === 1) return failure('edited: an unkeyed link after the chain became keyed');
+    keyed ||= row.chain_version !== 1;
     const body = bodyOf(row);
     const recomputed = chainHash(previousHash, {
       accountId: row.account_id,
@@ -85,7 +89,7 @@ export async function verifyAuditChain(em: EntityManager, accountId: string): Pr
       methodType: row.method_type,
       methodTruncatedToken: row.method_truncated_token,
       body,
-    });
+    }, row.chain_version as ChainVersion);
     if (recomputed !== row.hash || !holdsOnlyChainedFields(body)) return failure('edited: its hash no longer matches its content');
     previousHash = row.hash;
     expectedPosition = position + 1;
@@ -98,12 +102,62 @@ export async function verifyAuditChain(em: EntityManager, accountId: string): Pr
   return { ok: true, verified };
 }
 
+/** The youngest records the purge may delete, whoever calls it (`audit_purge_batch` refuses younger cutoffs): the owner's decision. */
+export async function setAuditMinRetention(em: EntityManager, days: number): Promise<void> {
+  await em.execute('update audit_policy set min_retention_days = ?', [days]);
+}
+
+/** The account's head, signed: undefined while the account has no record. */
+export async function auditCheckpoint(em: EntityManager, accountId: string): Promise<AuditCheckpoint | undefined> {
+  const [head] = await em.execute<{ position: string | number; hash: string; last_time: Date | string }[]>(
+    'select position, hash, last_time from audit_chain_heads where account_id = ? and position > 0',
+    [accountId],
+  );
+  return head ? signCheckpoint({ accountId, position: Number(head.position), hash: head.hash, time: new Date(head.last_time) }) : undefined;
+}
+
+/** Every account's checkpoint, for the server's hourly log line. */
+export async function auditCheckpoints(em: EntityManager): Promise<AuditCheckpoint[]> {
+  const heads = await em.execute<{ account_id: string; position: string | number; hash: string; last_time: Date | string }[]>(
+    'select account_id, position, hash, last_time from audit_chain_heads where position > 0 order by account_id',
+  );
+  return heads.map((head) => signCheckpoint({ accountId: head.account_id, position: Number(head.position), hash: head.hash, time: new Date(head.last_time) }));
+}
+
+/**
+ * What a checkpoint taken earlier says about the chain now: the record it ended at must still be
+ * there with the same hash (unless purged since, behind the anchor), so records removed from the
+ * end after it, the head moved back with them, are reported by their positions.
+ */
+export async function verifyAgainstCheckpoint(em: EntityManager, checkpoint: AuditCheckpoint): Promise<VerifyOutcome | undefined> {
+  const failure = (problem: string, position: number): VerifyOutcome => ({ ok: false, verified: 0, recordId: null, position, problem });
+  if (!checkpointIsAuthentic(checkpoint)) return failure('the checkpoint is not signed with this chain key (forged, altered, or another key)', checkpoint.position);
+  const [head] = await em.execute<{ position: string | number; anchor_position: string | number }[]>(
+    'select position, anchor_position from audit_chain_heads where account_id = ?',
+    [checkpoint.accountId],
+  );
+  const headPosition = head ? Number(head.position) : 0;
+  if (headPosition < checkpoint.position) {
+    return failure(`records removed from the end after the checkpoint of ${checkpoint.time.toISOString()}: positions ${headPosition + 1} to ${checkpoint.position} are missing (the chain now ends at ${headPosition})`, headPosition + 1);
+  }
+  if (head && Number(head.anchor_position) >= checkpoint.position) return undefined;
+  const [record] = await em.execute<{ hash: string }[]>('select hash from audit_records where account_id = ? and position = ?', [checkpoint.accountId, checkpoint.position]);
+  if (!record) return failure(`the record at the checkpoint's position ${checkpoint.position} is missing`, checkpoint.position);
+  if (record.hash !== checkpoint.hash) return failure(`the chain was rewritten up to the checkpoint's position ${checkpoint.position}: its hash differs from the checkpoint's`, checkpoint.position);
+  return undefined;
+}
+
 /**
  * Deletes the records older than the retention, oldest first in bounded batches, each batch one
  * write of its own that moves the chain's anchor and is itself recorded (action `purge`). The
- * only deletion the table's trigger lets through.
+ * only deletion the table's trigger lets through; `onPurged` hears each account purged (the
+ * server logs a checkpoint of it).
  */
-export async function purgeAuditRecords(em: EntityManager, transactions: TransactionRunner, options: { retentionDays: number; now?: Date; batch?: number }): Promise<number> {
+export async function purgeAuditRecords(
+  em: EntityManager,
+  transactions: TransactionRunner,
+  options: { retentionDays: number; now?: Date; batch?: number; onPurged?: (accountId: string) => Promise<void> },
+): Promise<number> {
   const cutoff = new Date((options.now ?? new Date()).getTime() - options.retentionDays * 86_400_000);
   const batch = options.batch ?? 10_000;
   const accounts = await em.execute<{ account_id: string }[]>(
@@ -121,37 +175,29 @@ export async function purgeAuditRecords(em: EntityManager, transactions: Transac
     if (newest === null) continue;
     for (;;) {
       const removed = await transactions.run(em, async (tx) => {
-        await lockChainHead(tx, accountId);
-        // Position order is time order in a chain: the expired records are a prefix of it.
-        const [last] = await tx.execute<{ position: string | number; hash: string }[]>(
-          `select position, hash from audit_records where account_id = ? and execution_time < ? and position <= ?
-            and position <= (select min(position) from audit_records where account_id = ?) + ? - 1
-            order by position desc limit 1`,
-          [accountId, cutoff, newest, accountId, batch],
+        // The owner's function (migration 20261125040000) deletes under the head's lock and moves the anchor: the app's role may not delete itself.
+        const [batchOutcome] = await tx.execute<{ purged: string | number; anchored_at: string | number | null }[]>(
+          'select purged, anchored_at from audit_purge_batch(?, ?, ?, ?)',
+          [accountId, cutoff, newest, batch],
         );
-        if (!last) return 0;
-        await tx.execute(`set local audit.purging = 'on'`);
-        const [{ count }] = await tx.execute<{ count: string | number }[]>(
-          'with gone as (delete from audit_records where account_id = ? and position <= ? returning 1) select count(*) as count from gone',
-          [accountId, last.position],
-        );
-        await tx.execute(`set local audit.purging = 'off'`);
-        await tx.execute('update audit_chain_heads set anchor_position = ?, anchor_hash = ? where account_id = ?', [last.position, last.hash, accountId]);
+        const count = Number(batchOutcome?.purged ?? 0);
+        if (!count) return 0;
         recordChange(tx, {
           accountId,
           action: 'purge',
           resource: { type: 'audit_record', id: accountId },
           fields: [
             { name: 'purged_count', value: String(count) },
-            { name: 'purged_through_position', value: String(last.position) },
+            { name: 'purged_through_position', value: String(batchOutcome!.anchored_at) },
             { name: 'retention_days', value: String(options.retentionDays) },
           ],
         });
-        return Number(count);
+        return count;
       }, 'audit.purge');
       purged += removed;
       if (removed === 0) break;
     }
+    if (options.onPurged) await options.onPurged(accountId);
   }
   return purged;
 }

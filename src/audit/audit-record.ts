@@ -82,16 +82,21 @@ export function methodTypeOf(origin: WriteOrigin): MethodType {
 
 const reference = (type: string, id: string, summary?: string | null): StoredReference => ({ id, type: `${type}_reference`, ...(summary ? { summary } : {}) });
 
-/** Who acted: the user and the credential they used (a key, an app, a provisioning token). */
+/**
+ * Who acted, each named by its summary: the user and the credential they used (a key, a
+ * provisioning token), and for a token an app was issued the app itself (`app_reference` by its
+ * client id) before the delegation, so an app's changes are found by its client id.
+ */
 export function actorsOf(origin: WriteOrigin): StoredReference[] {
   const principal = origin.principal;
   if (!principal) return origin.actor ? [reference(origin.actor.type, origin.actor.id)] : [];
   const kind = principal.kind as string;
-  const user = 'userId' in principal && typeof principal.userId === 'string' ? [reference('user', principal.userId)] : [];
-  if (kind === 'user_key' || kind === 'account_key') return [...user, reference('api_key', principal.credentialId)];
-  if (kind === 'oauth') return [...user, reference('oauth_delegation', principal.credentialId)];
-  if (kind === 'oauth_app') return [reference('app', principal.credentialId)];
-  return [...user, reference(kind, principal.credentialId)];
+  const summaries = principal.summaries ?? {};
+  const user = 'userId' in principal && typeof principal.userId === 'string' ? [reference('user', principal.userId, summaries.user)] : [];
+  const app = 'clientId' in principal && typeof principal.clientId === 'string' ? [reference('app', principal.clientId, summaries.app)] : [];
+  if (kind === 'user_key' || kind === 'account_key') return [...user, reference('api_key', principal.credentialId, summaries.credential)];
+  if (kind === 'oauth' || kind === 'oauth_app') return [...user, ...app, reference('oauth_delegation', principal.credentialId)];
+  return [...user, reference(kind, principal.credentialId, summaries.credential)];
 }
 
 /** A field value as the public API shows it: a string, or null. */

@@ -79,9 +79,9 @@ export interface AuditRow {
   body: AuditRecordBody | string;
 }
 
-/** The window a read covers: the last 24 hours unless given, at most 31 days, `since` before `until`. */
+/** The window a read covers, as the reference has it: `until` defaults to now, `since` to 24 hours before `until`; at most 31 days, `since` before `until`. */
 export function auditWindow(filter: Pick<AuditFilter, 'since' | 'until'>, now = new Date()): { since: Date; until: Date } {
-  const until = filter.until ?? (filter.since ? new Date(Math.min(now.getTime(), filter.since.getTime() + MAX_AUDIT_WINDOW_MS)) : now);
+  const until = filter.until ?? now;
   const since = filter.since ?? new Date(until.getTime() - DEFAULT_AUDIT_WINDOW_MS);
   if (since.getTime() > until.getTime()) throw new InvalidInputError('since must not be after until');
   if (until.getTime() - since.getTime() > MAX_AUDIT_WINDOW_MS) throw new InvalidInputError('the window from since to until may not exceed 31 days');
@@ -154,7 +154,7 @@ export class AuditRecordsService {
     if (head <= position) return { records: [], through: position, more: false };
     const where = ['account_id = ?', 'position > ?', 'position <= ?', ...conditions];
     const rows = await this.em.execute<AuditRow[]>(
-      `select id, position, execution_time, action, body from audit_records where ${where.join(' and ')} order by position limit ?`,
+      `select id, position, execution_time, action, body from audit_records_full where ${where.join(' and ')} order by position limit ?`,
       [this.principal.accountId, position, head, ...params, limit + 1],
     );
     const records = rows.slice(0, limit).map((row) => presentAuditRow(row, this.urls));
@@ -164,7 +164,7 @@ export class AuditRecordsService {
 
   /** The records of changes made to one user (themself, or can_update_user); a deleted user's stay readable. */
   async listForUser(userId: string, filter: Pick<AuditFilter, 'since' | 'until'>, page: AuditPageRequest): Promise<AuditPage> {
-    policy.assertSelfOrUserManager(this.principal, userId);
+    policy.assertSelfOrCanUpdateUser(this.principal, userId);
     const window = auditWindow(filter);
     const [user] = PUBLIC_ID_PATTERN.test(userId)
       ? await this.em.execute<{ id: string }[]>('select id from users where id = ? and account_id = ?', [userId, this.principal.accountId])
@@ -184,7 +184,7 @@ export class AuditRecordsService {
     // along it, so records committed while a client pages are all newer than its cursor: pages
     // neither repeat nor skip.
     const rows = await this.em.execute<AuditRow[]>(
-      `select id, position, execution_time, action, body from audit_records where ${where.join(' and ')} order by execution_time desc, position desc limit ?`,
+      `select id, position, execution_time, action, body from audit_records_full where ${where.join(' and ')} order by execution_time desc, position desc limit ?`,
       [...values, page.first + 1],
     );
     return { items: rows.slice(0, page.first).map((row) => presentAuditRow(row, this.urls)), hasNextPage: rows.length > page.first };

@@ -1,38 +1,32 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import type { Change, CommitHook, WriteOrigin } from '../db/change-journal.js';
-import { chainedContent } from './audit-chain.js';
+import { chainKeyPads, storedParts } from './audit-chain.js';
 import { draftRecord } from './audit-record.js';
 import { callFunction } from '../db/write-path.js';
 
 export const AUDIT_TRAIL_HOOK = 'audit-trail';
 
 /**
- * Locks the account's chain head (creating it if the account has no record yet), as
- * `audit_append_records` does before it extends the chain: the purge holds it while it moves the
- * chain's anchor, so no writer appends meanwhile. The last lock a write takes (docs/ARCHITECTURE.md, "Lock order").
- */
-export async function lockChainHead(tx: EntityManager, accountId: string): Promise<void> {
-  await tx.execute(
-    `insert into audit_chain_heads (account_id, position, hash, last_time) values (?, 0, '', to_timestamp(0))
-     on conflict (account_id) do update set account_id = excluded.account_id`,
-    [accountId],
-    'run',
-  );
-}
-
-/**
  * Appends the records of `changes` (all of one account) to that account's chain: one statement
- * whatever their number. `audit_append_records` (migration 20261124010000) locks the chain head,
- * links each record to the previous one with the SHA-256 `chainHash` verifies, inserts them all
- * and moves the head; the records travel as two bound parameters, their ids and one JSON array of
- * their contents.
+ * whatever their number. `audit_append_records` (migration 20261125040000, a function of the
+ * schema's owner: the only path that writes records and moves heads) locks the chain head, links
+ * each record to the previous one with the HMAC `chainHash` verifies, inserts them all and moves
+ * the head; the records travel as bound parameters: their ids, the batch's shared context once
+ * (migration 20261125040100) and one JSON array of their own contents, beside the chain key's two pads.
  */
 async function appendRecords(tx: EntityManager, accountId: string, changes: readonly Change[], origin: WriteOrigin): Promise<void> {
   const drafts = changes.map((change) => draftRecord(change, origin));
+  const pads = chainKeyPads();
+  // Who acted, how and from where is the origin's, the same for every record of the batch: sent and stored once.
+  const parts = drafts.map(storedParts);
   await callFunction(tx, 'audit_append_records', [
     { value: accountId },
     { value: drafts.map((draft) => draft.id) },
-    { value: JSON.stringify(drafts.map(chainedContent)), cast: 'json' },
+    { value: parts[0]!.sharedMembers },
+    { value: `[${parts.map((part) => part.content).join(',')}]`, cast: 'json' },
+    // bytea's hex input form: the parameters take the function's declared type.
+    { value: `\\x${pads.inner.toString('hex')}` },
+    { value: `\\x${pads.outer.toString('hex')}` },
   ]);
 }
 

@@ -12,4 +12,6 @@ export const auditFeature: Feature = {
   routes: auditRecordRoutes,
   schemas: auditRecordSchemas,
   commitHooks: [auditTrailHook],
+  // Records and heads are written only by audit_append_records and audit_purge_batch (the owner's functions).
+  appReadOnlyTables: ['audit_records', 'audit_contexts', 'audit_chain_heads', 'audit_policy'],
 };

@@ -44,6 +44,15 @@ export const policy = {
   },
 
   /**
+   * What was done to another user (their audit records): the user themself or `can_update_user`;
+   * an account-level app's read scopes alone are not that right (SPEC section 19).
+   */
+  assertSelfOrCanUpdateUser(principal: Principal, userId: string): void {
+    if (actingUserId(principal) === userId || canUpdateUser(principal)) return;
+    throw new ForbiddenError('Only the user themself or a holder of can_update_user may read what was done to another user.');
+  },
+
+  /**
    * A user's calendar URLs are bearer credentials that outlive the token that read them: the user
    * themself or `can_update_user` (never a read-only account key), and a token must hold
    * `users.write` (the scope that can also regenerate them), not merely `users.read`.

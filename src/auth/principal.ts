@@ -19,6 +19,8 @@ interface PrincipalBase {
   rateLimitKey: string;
   /** When the credential stops working by itself (tokens); long-lived connections re-check it then. */
   expiresAt?: Date;
+  /** What the audit trail names actors by (their `summary`): the user's name, the key's or token's description, the app's name. */
+  summaries?: { user?: string | null; credential?: string | null; app?: string | null };
 }
 
 export interface AccountKeyPrincipal extends PrincipalBase {
@@ -34,6 +36,8 @@ export interface UserKeyPrincipal extends PrincipalBase {
 
 export interface OAuthPrincipal extends PrincipalBase {
   kind: 'oauth';
+  /** The app the token was issued to, if any (the audit trail's `app_reference`). */
+  clientId?: string;
   userId: string;
   role: UserRole;
   scopes: ReadonlySet<Scope | string>;
@@ -47,6 +51,8 @@ export interface OAuthPrincipal extends PrincipalBase {
 /** An app acting for its whole account (OAuth client credentials): no user, limited to its scopes. */
 export interface OAuthAppPrincipal extends PrincipalBase {
   kind: 'oauth_app';
+  /** The app acting (the audit trail's `app_reference`). */
+  clientId: string;
   scopes: ReadonlySet<Scope | string>;
 }
 

@@ -16,11 +16,11 @@ function calendarFeedService(context: Context): CalendarFeedService {
   return new CalendarFeedService(context.em, calendarKeyCodec(context.runtime.serverSecret), context.transactions);
 }
 
-/** Per request: the current key of each user asked for, in one batch (created at first use). */
+/** Per request: the current key of each user asked for, in one batch (created at first use; other users' shown are recorded). */
 function keysLoader(context: Context): DataLoader<string, string> {
   return context.loaders.get(KEYS_LOADER, () =>
     new DataLoader<string, string>(async (userIds) => {
-      const keys = await calendarFeedService(context).currentKeys(userIds);
+      const keys = await calendarFeedService(context).currentKeys(userIds, requirePrincipal(context));
       return userIds.map((id) => keys.get(id) ?? new NotFoundError('user'));
     }),
   );

@@ -149,7 +149,7 @@ describe('the calendar-URL rule for every kind of credential', () => {
 
   test('self or can_update_user; never a read-only account key; OAuth tokens need users.write (users.read does not show credentials)', () => {
     const oauth = (role: 'user' | 'admin', scopes: string[]): Principal => ({ ...base, kind: 'oauth', userId: 'PSELF00', role, scopes: new Set(scopes) });
-    const app = (scopes: string[]): Principal => ({ ...base, kind: 'oauth_app', scopes: new Set(scopes) });
+    const app = (scopes: string[]): Principal => ({ ...base, kind: 'oauth_app', clientId: 'app-client', scopes: new Set(scopes) });
     expect(allowed({ ...base, kind: 'user_key', userId: 'PSELF00', role: 'user' }, 'PSELF00')).toBe(true);
     expect(allowed({ ...base, kind: 'user_key', userId: 'PSELF00', role: 'read_only_limited_user' }, 'PSELF00')).toBe(true);
     expect(allowed({ ...base, kind: 'user_key', userId: 'PSELF00', role: 'user' }, 'POTHER0')).toBe(false);

@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/sql';
-import { isUserPrincipal, scopesOf, type Principal } from '../auth/principal.js';
+import { actingUserId, isUserPrincipal, scopesOf, type Principal } from '../auth/principal.js';
 import { CALENDAR_URL_SCOPE, policy } from '../auth/policy.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import { recordChange } from '../db/change-journal.js';
@@ -20,6 +20,11 @@ export interface FeedOwner {
 interface KeyRow {
   user_id: string;
   nonce: string;
+}
+
+/** One record of the users whose calendar URLs `viewer` was shown: `view_calendar_urls` about the account, the users in `details.references`. */
+function recordViewed(tx: EntityManager, viewer: Principal, userIds: readonly string[]): void {
+  recordChange(tx, { accountId: viewer.accountId, action: 'view_calendar_urls', resource: { type: 'account', id: viewer.accountId }, references: userIds.map((id) => ({ type: 'user', id })) });
 }
 
 /**
@@ -57,7 +62,7 @@ export class CalendarFeedService {
    * share-locked (in id order, like every multi-user lock) as the keys are added, so a deletion in
    * progress is waited for and then seen, and never leaves a key behind.
    */
-  async currentKeys(userIds: readonly string[]): Promise<Map<string, string>> {
+  async currentKeys(userIds: readonly string[], viewer?: Principal): Promise<Map<string, string>> {
     const ids = [...new Set(userIds)];
     const keys = new Map<string, string>();
     const collect = (rows: KeyRow[]) => rows.forEach((row) => keys.set(row.user_id, this.codec.keyFor(row.user_id, row.nonce)));
@@ -66,24 +71,37 @@ export class CalendarFeedService {
 
     collect(await select(ids));
     const missing = ids.filter((id) => !keys.has(id));
-    if (missing.length === 0) return keys;
+    // Other users' URLs shown are credentials handed over: recorded, so a viewer's reach can be regenerated. One's own are not.
+    const others = viewer ? ids.filter((id) => id !== actingUserId(viewer)) : [];
+    if (missing.length === 0 && others.length === 0) return keys;
+    if (missing.length === 0) {
+      await this.transactions.run(this.em, async (tx) => recordViewed(tx, viewer!, others), 'calendarFeed.viewUrls');
+      return keys;
+    }
 
     const fresh = missing.map((userId) => {
       const nonce = this.codec.newNonce();
       return { user_id: userId, nonce, key_digest: this.codec.digest(this.codec.keyFor(userId, nonce)) };
     });
-    await this.transactions.run(this.em, (tx) =>
-      tx.execute(
+    await this.transactions.run(this.em, async (tx) => {
+      const created = await tx.execute<{ user_id: string; account_id: string }[]>(
         `insert into calendar_feed_keys (user_id, nonce, key_digest)
          select t.user_id, t.nonce, t.key_digest
            from jsonb_to_recordset(?::jsonb) as t(user_id text, nonce text, key_digest text)
            join users u on u.id = t.user_id and u.deleted_at is null
           order by u.id
             for share of u
-         on conflict (user_id) do nothing`,
+         on conflict (user_id) do nothing
+         returning user_id, (select u.account_id from users u where u.id = calendar_feed_keys.user_id) as account_id`,
         [JSON.stringify(fresh)],
-        'run',
-      ), 'calendarFeed.firstKeys');
+      );
+      // A credential made is a change of access (SPEC section 19): only the keys this transaction created, not those a concurrent first use won.
+      for (const row of created) recordChange(tx, { accountId: row.account_id, action: 'create', resource: { type: 'calendar_feed_key', id: row.user_id }, userId: row.user_id });
+      const madeNow = new Set(created.map((row) => row.user_id));
+      // Users deleted meanwhile get no key and are not shown.
+      const shown = others.filter((id) => keys.has(id) || madeNow.has(id));
+      if (shown.length) recordViewed(tx, viewer!, shown);
+    }, 'calendarFeed.firstKeys');
     collect(await select(missing));
     return keys;
   }

@@ -18,11 +18,25 @@ import { provisioningTokenCommands } from './commands/provisioning-tokens.comman
 import { apiKeyCommands } from './commands/api-keys.commands.js';
 import { auditCommands } from './commands/audit.commands.js';
 import { resolveServerSecret } from '../auth/server-secret.js';
+import { configureAuditChainKey } from '../audit/audit-chain.js';
+import { dbCommands } from './commands/db.commands.js';
+import { userInfo } from 'node:os';
 
-const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, ...apiKeyCommands, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands, ...ssoCommands, ...provisioningTokenCommands, ...auditCommands];
+const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, ...apiKeyCommands, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands, ...ssoCommands, ...provisioningTokenCommands, ...auditCommands, ...dbCommands];
 
 function usage(): string {
-  return `Usage:\n${commands.map((command) => `  ${command.usage}`).join('\n')}\n\nReads DATABASE_URL and DATA_DIR like the server. With --json, stdout holds exactly one JSON object.`;
+  return `Usage:\n${commands.map((command) => `  ${command.usage}`).join('\n')}\n\nReads DATABASE_URL (DATABASE_OWNER_URL for migrations) and DATA_DIR like the server; writes name ACCESSCTL_OPERATOR (else the OS user). With --json, stdout holds exactly one JSON object.`;
+}
+
+/** Who runs the command, for the audit trail's `method.description`: ACCESSCTL_OPERATOR, else the OS user. */
+function operatorName(): string {
+  const named = process.env.ACCESSCTL_OPERATOR?.trim();
+  if (named) return named;
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown';
+  }
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -43,12 +57,13 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const config = loadConfig();
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, pooler: config.databasePooler, preparedStatements: config.databasePreparedStatements, lockTimeoutMs: config.databaseLockTimeoutMs, statementTimeoutMs: config.databaseStatementTimeoutMs, dataDir: config.dataDir, entities: allEntities(), commitHooks: allCommitHooks(), embeddedAccess: 'join' });
+  configureAuditChainKey(config.auditChainKey ? Buffer.from(config.auditChainKey, 'utf8') : resolveServerSecret(config));
+  const database = await openDatabase({ databaseUrl: command.asOwner ? (config.databaseOwnerUrl ?? config.databaseUrl) : config.databaseUrl, ownerUrl: config.databaseOwnerUrl, pooler: config.databasePooler, preparedStatements: config.databasePreparedStatements, lockTimeoutMs: config.databaseLockTimeoutMs, statementTimeoutMs: config.databaseStatementTimeoutMs, dataDir: config.dataDir, entities: allEntities(), commitHooks: allCommitHooks(), embeddedAccess: 'join' });
   try {
     const applied = await database.migrate();
     if (applied.length) process.stderr.write(`applied migrations: ${applied.join(', ')}\n`);
     // An operator's writes are attributed to the command that made them (the audit trail's `other` method).
-    const operator = { ...database, transactions: database.transactions.onBehalfOf({ face: 'cli', description: `accessctl ${command.name}` }) };
+    const operator = { ...database, transactions: database.transactions.onBehalfOf({ face: 'cli', description: `accessctl ${command.name} (operator: ${operatorName()})` }) };
     const result = await command.run(operator, values, {
       info: (message) => process.stderr.write(`${message}\n`),
       serverSecret: () => resolveServerSecret(config),

@@ -28,6 +28,8 @@ export interface CliCommand {
   exitCode?(result: Record<string, unknown>): number;
   /** The command writes its own output on stdout (`io.write`); its result goes to stderr. */
   streamsStdout?: boolean;
+  /** The command changes privileges: it connects as the schema's owner (DATABASE_OWNER_URL, else DATABASE_URL). */
+  asOwner?: boolean;
 }
 
 export class UsageError extends Error {}

@@ -46,6 +46,8 @@ export interface AppConfig {
   port: number;
   /** Unset means the embedded PGlite database under `dataDir`. */
   databaseUrl: string | undefined;
+  /** DATABASE_OWNER_URL: the schema's owner, for migrations; DATABASE_URL may then be a least-privilege app role. */
+  databaseOwnerUrl: string | undefined;
   /** Read replicas of `databaseUrl`; presenting reads may go there, credentials never do. */
   databaseReplicaUrls: string[];
   /** A replica further behind the primary than this serves no reads. */
@@ -67,6 +69,8 @@ export interface AppConfig {
   logLevel: LogLevel;
   /** Unset outside production means a secret generated once and kept in `dataDir`. */
   secretKey: string | undefined;
+  /** AUDIT_CHAIN_KEY: keys the audit chain and its checkpoints; unset, derived from the server secret. */
+  auditChainKey: string | undefined;
   rateLimitPerMinute: number;
   redisUrl: string | undefined;
   /** How long one Redis command may take before the in-memory insurance limiter answers instead. */
@@ -191,6 +195,13 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const databaseUrl = read('DATABASE_URL');
   if (databaseUrl !== undefined) url('DATABASE_URL', 'postgres://localhost/postgres', ['postgres:', 'postgresql:']);
 
+  // The role that owns the schema and runs migrations, when DATABASE_URL is a least-privilege app role (SPEC section 19).
+  const databaseOwnerUrl = read('DATABASE_OWNER_URL');
+  if (databaseOwnerUrl !== undefined) {
+    url('DATABASE_OWNER_URL', 'postgres://localhost/postgres', ['postgres:', 'postgresql:']);
+    if (databaseUrl === undefined) problems.push('DATABASE_OWNER_URL needs DATABASE_URL (the app role the server serves with)');
+  }
+
   const databaseListenUrl = read('DATABASE_LISTEN_URL');
   if (databaseListenUrl !== undefined) {
     url('DATABASE_LISTEN_URL', 'postgres://localhost/postgres', ['postgres:', 'postgresql:']);
@@ -224,6 +235,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const secretKey = read('SECRET_KEY');
   if (secretKey !== undefined && secretKey.length < 32) problems.push('SECRET_KEY must be at least 32 characters');
   if (production && secretKey === undefined) problems.push('SECRET_KEY is required when NODE_ENV=production');
+  const auditChainKey = read('AUDIT_CHAIN_KEY');
+  if (auditChainKey !== undefined && auditChainKey.length < 32) problems.push('AUDIT_CHAIN_KEY must be at least 32 characters');
 
   const metricsToken = read('METRICS_TOKEN');
   if (metricsToken !== undefined && !/^[\x21-\x7e]{24,}$/.test(metricsToken)) problems.push('METRICS_TOKEN must be at least 24 printable characters without spaces');
@@ -244,6 +257,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     trustProxy: trustProxy.value,
     port,
     databaseUrl,
+    databaseOwnerUrl,
     databaseReplicaUrls,
     databaseReplicaMaxLagMs: integer('DATABASE_REPLICA_MAX_LAG_MS', DEFAULT_REPLICA_MAX_LAG_MS, 10, 3_600_000),
     databasePooler,
@@ -258,6 +272,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     nodeEnv,
     logLevel,
     secretKey,
+    auditChainKey,
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', 960, 1, 1_000_000),
     redisUrl: read('REDIS_URL'),
     redisCommandTimeoutMs: integer('REDIS_COMMAND_TIMEOUT_MS', 30, 5, 10_000),

@@ -50,6 +50,11 @@ export interface DatabaseOptions {
    * leads through a transaction-pooling PgBouncer (`DATABASE_LISTEN_URL`); unset, `databaseUrl`.
    */
   listenUrl?: string;
+  /**
+   * PostgreSQL only: the schema's owner (DATABASE_OWNER_URL), which runs the migrations when
+   * `databaseUrl` is a least-privilege app role (`accessctl db grant-app-role`).
+   */
+  ownerUrl?: string;
   /** Where embedded PGlite keeps its files; unset (with no URL) means in memory, for tests. */
   dataDir: string | undefined;
   /**
@@ -269,8 +274,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     async migrate() {
       // A migration (an index build on a large table) may rightly run for minutes: it gets a
       // short-lived connection of its own without the requests' statement timeout.
-      if (!options.databaseUrl || !options.statementTimeoutMs) return (await orm.migrator.up()).map((migration) => migration.name);
-      const migrating = await MikroORM.init({ ...base, ...postgresOrmOptions(options.databaseUrl, { poolMax: 1, pooler }) } as Options);
+      // With an owner role, the app role may not change the schema: the owner migrates.
+      if (!options.databaseUrl || (!options.statementTimeoutMs && !options.ownerUrl)) return (await orm.migrator.up()).map((migration) => migration.name);
+      const migrating = await MikroORM.init({ ...base, ...postgresOrmOptions(options.ownerUrl ?? options.databaseUrl, { poolMax: 1, pooler }) } as Options);
       try {
         return (await migrating.migrator.up()).map((migration) => migration.name);
       } finally {

@@ -11,6 +11,7 @@ interface BearerRow {
   role: string;
   delegation_type: string;
   expires_at: Date | string;
+  user_name: string;
 }
 
 /**
@@ -22,7 +23,7 @@ export const bearerCredentials: CredentialResolver = {
   scheme: 'bearer',
   async resolve(em, digest, now) {
     const [row] = await readPath(em).rows<BearerRow>(
-      `select d.id, d.account_id, d.user_id, d.scope, d.delegation_type, u.role, d.expires_at
+      `select d.id, d.account_id, d.user_id, d.scope, d.delegation_type, u.role, d.expires_at, u.name as user_name
          from oauth_delegations d
          join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null and u.suspended_at is null
         where d.access_token_digest = ? and d.status = 'issued' and d.expires_at > ?`,
@@ -34,6 +35,7 @@ export const bearerCredentials: CredentialResolver = {
       kind: 'oauth',
       accountId: row.account_id,
       credentialId: row.id,
+      summaries: { user: row.user_name },
       userId: row.user_id,
       role: row.role,
       scopes: new Set(row.scope.split(/\s+/).filter(Boolean)),

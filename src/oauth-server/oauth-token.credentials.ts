@@ -13,6 +13,8 @@ interface FlowTokenRow {
   role: string | null;
   delegation_type: string;
   expires_at: Date | string;
+  user_name: string | null;
+  app_name: string | null;
 }
 
 /**
@@ -27,11 +29,13 @@ export const flowTokenCredentials: CredentialResolver = {
   async resolve(em, digest, now) {
     const at = now.toISOString();
     const [row] = await readPath(em).rows<FlowTokenRow>(
-      `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, d.delegation_type, u.role, least(r.expires_at, d.expires_at) as expires_at
+      `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, d.delegation_type, u.role, least(r.expires_at, d.expires_at) as expires_at,
+              u.name as user_name, a.name as app_name
          from oauth_server_records r
          join oauth_delegations d on d.grant_id = r.grant_id and d.status = 'issued' and d.expires_at > ?
          join oauth_apps a on a.client_id = d.client_id and a.disabled_at is null
          left join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null and u.suspended_at is null
+         left join oauth_apps a on a.client_id = d.client_id
         where r.model in ('AccessToken', 'ClientCredentials') and r.key_digest = ? and r.expires_at > ?`,
       [at, digest, at],
       { prepared: true },
@@ -44,6 +48,8 @@ export const flowTokenCredentials: CredentialResolver = {
         kind: 'oauth_app',
         accountId: row.account_id,
         credentialId: row.delegation_id,
+        clientId: row.client_id,
+        summaries: { app: row.app_name },
         scopes,
         rateLimitKey: `oauth-app:${row.client_id}`,
         expiresAt: new Date(row.expires_at),
@@ -55,6 +61,8 @@ export const flowTokenCredentials: CredentialResolver = {
       kind: 'oauth',
       accountId: row.account_id,
       credentialId: row.delegation_id,
+      clientId: row.client_id,
+      summaries: { user: row.user_name, app: row.app_name },
       userId: row.user_id,
       role: row.role,
       scopes,

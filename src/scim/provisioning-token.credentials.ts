@@ -22,8 +22,8 @@ const provisioningTokenResolver: CredentialResolver = {
   scheme: 'bearer',
   prefix: PROVISIONING_TOKEN_PREFIX,
   async resolve(em, digest) {
-    const [row] = await readPath(em).rows<{ id: string; account_id: string }>(
-      'select id, account_id from provisioning_tokens where token_digest = ? and revoked_at is null',
+    const [row] = await readPath(em).rows<{ id: string; account_id: string; description: string | null }>(
+      'select id, account_id, description from provisioning_tokens where token_digest = ? and revoked_at is null',
       [digest],
       { prepared: true },
     );
@@ -35,6 +35,7 @@ const provisioningTokenResolver: CredentialResolver = {
       confinedTo: 'scim',
       accountId: row.account_id,
       credentialId: row.id,
+      summaries: { credential: row.description },
       scopes: PROVISIONING_SCOPES,
       rateLimitKey: `provisioning-token:${row.id}`,
     };

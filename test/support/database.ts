@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { PgliteConnection } from '@mikro-orm/pglite';
 import pg from 'pg';
-import { allCommitHooks, allEntities } from '../../src/app/features.js';
+import { allAppReadOnlyTables, allCommitHooks, allEntities } from '../../src/app/features.js';
+import { grantAppRole, MIKRO_ORM_MIGRATIONS_TABLE } from '../../src/db/app-role.js';
 import { openDatabase, type Database, type DatabaseOptions } from '../../src/db/database.js';
 import { DATABASE_POOLERS, type DatabasePooler } from '../../src/db/pooler.js';
 import { DEFAULT_TRANSACTION_POLICY } from '../../src/db/transaction.js';
@@ -20,6 +21,10 @@ import { DEFAULT_TRANSACTION_POLICY } from '../../src/db/transaction.js';
  * through it; scripts/topology.sh env): creating, migrating and dropping the database go straight to
  * the server (TEST_DATABASE_ADMIN_URL), and the database is given the read timeouts a deployment
  * gives its role (docs/operating.md, "Scaling out") before the app's first connection through PgBouncer.
+ *
+ * With TEST_DATABASE_APP_ROLE (an existing login role, CI's least-privilege phase), the database is
+ * migrated as its owner and the app connects as that role after `accessctl db grant-app-role`'s
+ * grants, as a deployment with DATABASE_OWNER_URL does (SPEC section 19).
  */
 export type TestDatabaseOptions = Pick<DatabaseOptions, 'onQuery' | 'replicaUrls' | 'lockTimeoutMs' | 'transactionObserver' | 'poolTimeoutMs' | 'statementTimeoutMs' | 'replicaMaxLagMs' | 'replicaProbeIntervalMs' | 'recentWrites'> & {
   /** PostgreSQL only: the app connects to this local port (a proxy the test controls) instead of the server's. */
@@ -29,8 +34,10 @@ export type TestDatabaseOptions = Pick<DatabaseOptions, 'onQuery' | 'replicaUrls
 };
 
 export type TestDatabase = Database & {
-  /** The test database's own URL (PostgreSQL only, straight to the server), for a second connection to the same data. */
+  /** The test database's own URL (PostgreSQL only, straight to the server, as its owner), for a second connection to the same data. */
   url?: string;
+  /** The least-privilege role the app connects as (TEST_DATABASE_APP_ROLE), if any. */
+  appRole?: string;
 };
 
 export async function openTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
@@ -47,8 +54,17 @@ export async function openTestDatabase(options: TestDatabaseOptions = {}): Promi
   url.pathname = `/${name}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
+  const appRole = process.env.TEST_DATABASE_APP_ROLE;
   try {
     await admin.query(`create database ${name} template ${await migratedTemplateName(admin, adminUrl)}`);
+    if (appRole) {
+      const owning = await openDatabase({ databaseUrl: url.toString(), dataDir: undefined, entities: allEntities(), poolMax: 1 });
+      try {
+        await grantAppRole(owning.em(), { role: appRole, readOnlyTables: allAppReadOnlyTables(), migrationTables: [MIKRO_ORM_MIGRATIONS_TABLE] });
+      } finally {
+        await owning.close();
+      }
+    }
     if (pooler !== 'none') {
       // Integers from the test's own options: safe to inline (ALTER DATABASE takes no bind parameters).
       await admin.query(`alter database ${name} set lock_timeout = ${options.lockTimeoutMs ?? DEFAULT_TRANSACTION_POLICY.lockTimeoutMs}`);
@@ -59,6 +75,10 @@ export async function openTestDatabase(options: TestDatabaseOptions = {}): Promi
   }
   const appUrl = new URL(serverUrl);
   appUrl.pathname = `/${name}`;
+  if (appRole) {
+    appUrl.username = appRole;
+    appUrl.password = process.env.TEST_DATABASE_APP_PASSWORD ?? '';
+  }
   if (options.throughPort) appUrl.port = String(options.throughPort);
   const database = await openDatabase({
     databaseUrl: appUrl.toString(),
@@ -79,10 +99,11 @@ export async function openTestDatabase(options: TestDatabaseOptions = {}): Promi
     transactionObserver: options.transactionObserver,
     statementTimeoutMs: options.statementTimeoutMs,
   });
-  if (pooler === 'none') await database.migrate();
+  if (pooler === 'none' && !appRole) await database.migrate();
   return {
     ...database,
     url: url.toString(),
+    appRole,
     async close() {
       await database.close();
       const cleanup = new pg.Client({ connectionString: adminUrl });

@@ -1,4 +1,6 @@
-import { exportAuditRecords, purgeAuditRecords, verifyAuditChain } from '../../audit/audit-maintenance.js';
+import { readFile } from 'node:fs/promises';
+import { checkpointJson, checkpointLine, parseCheckpoint } from '../../audit/audit-chain.js';
+import { auditCheckpoint, exportAuditRecords, purgeAuditRecords, verifyAgainstCheckpoint, verifyAuditChain } from '../../audit/audit-maintenance.js';
 import { loadConfig } from '../../config/config.js';
 import { positiveInteger, requireOption, UsageError, type CliCommand } from '../command.js';
 
@@ -9,22 +11,51 @@ function dateOption(values: Record<string, string | boolean | undefined>, name: 
   return date;
 }
 
-/** Walks an account's chain: exit 0 with the count verified, or exit 1 naming the first bad record. */
+/**
+ * Walks an account's chain: exit 0 with the count verified, or exit 1 naming the first bad record.
+ * With a checkpoint printed earlier, also the records removed from the end since.
+ */
 export const verifyAuditCommand: CliCommand = {
   name: 'audit verify',
-  usage: 'accessctl audit verify --account ID [--json]   (exit 1 names the first record edited, removed or out of order)',
+  usage: 'accessctl audit verify --account ID [--checkpoint FILE] [--json]   (exit 1 names the first record edited, removed or out of order, or the tail removed after the checkpoint)',
+  options: { account: { type: 'string' }, checkpoint: { type: 'string' } },
+  async run(database, values) {
+    const accountId = requireOption(values, 'account');
+    const checkpointFile = typeof values.checkpoint === 'string' ? values.checkpoint : undefined;
+    let checkpoint;
+    if (checkpointFile !== undefined) {
+      const text = await readFile(checkpointFile, 'utf8').catch((error: NodeJS.ErrnoException) => {
+        throw new UsageError(`--checkpoint ${checkpointFile} cannot be read (${error.code ?? error.message})`);
+      });
+      checkpoint = parseCheckpoint(text);
+      if (!checkpoint) throw new UsageError(`--checkpoint ${checkpointFile} holds no checkpoint: give what \`accessctl audit checkpoint\` printed (plain or --json)`);
+      if (checkpoint.accountId !== accountId) throw new UsageError(`--checkpoint ${checkpointFile} is account ${checkpoint.accountId}'s, not ${accountId}'s`);
+    }
+    const chained = await verifyAuditChain(database.em(), accountId);
+    const outcome = (checkpoint && (await verifyAgainstCheckpoint(database.em(), checkpoint))) || chained;
+    const against = checkpoint ? { checkpoint: { position: checkpoint.position, time: checkpoint.time.toISOString() } } : {};
+    return { account_id: accountId, ...against, ...outcome.ok
+      ? { ok: true, verified: outcome.verified }
+      : { ok: false, verified: chained.verified, record_id: outcome.recordId, position: outcome.position, problem: outcome.problem } };
+  },
+  human: (result) => result.ok
+    ? `Audit trail of ${String(result.account_id)}: ${String(result.verified)} record(s) verified${result.checkpoint ? `; nothing removed since the checkpoint at position ${String((result.checkpoint as { position: number }).position)}` : ''}.`
+    : `Audit trail of ${String(result.account_id)} is broken at position ${String(result.position)}${result.record_id ? ` (record ${String(result.record_id)})` : ''}: ${String(result.problem)}.`,
+  exitCode: (result) => (result.ok ? 0 : 1),
+};
+
+/** The account's head signed with the chain key: keep it outside the database, to verify against later. */
+export const checkpointAuditCommand: CliCommand = {
+  name: 'audit checkpoint',
+  usage: 'accessctl audit checkpoint --account ID [--json]   (the chain head signed; keep it where the database\'s writers cannot reach)',
   options: { account: { type: 'string' } },
   async run(database, values) {
     const accountId = requireOption(values, 'account');
-    const outcome = await verifyAuditChain(database.em(), accountId);
-    return { account_id: accountId, ...outcome.ok
-      ? { ok: true, verified: outcome.verified }
-      : { ok: false, verified: outcome.verified, record_id: outcome.recordId, position: outcome.position, problem: outcome.problem } };
+    const checkpoint = await auditCheckpoint(database.em(), accountId);
+    if (!checkpoint) throw new UsageError(`account ${accountId} has no audit record yet: nothing to checkpoint`);
+    return checkpointJson(checkpoint);
   },
-  human: (result) => result.ok
-    ? `Audit trail of ${String(result.account_id)}: ${String(result.verified)} record(s) verified.`
-    : `Audit trail of ${String(result.account_id)} is broken at position ${String(result.position)}${result.record_id ? ` (record ${String(result.record_id)})` : ''}: ${String(result.problem)}. ${String(result.verified)} record(s) before it verified.`,
-  exitCode: (result) => (result.ok ? 0 : 1),
+  human: (result) => checkpointLine(parseCheckpoint(JSON.stringify(result))!),
 };
 
 export const purgeAuditCommand: CliCommand = {
@@ -58,4 +89,4 @@ export const exportAuditCommand: CliCommand = {
   human: (result) => `Exported ${String(result.exported)} audit record(s) of ${String(result.account_id)}.`,
 };
 
-export const auditCommands: CliCommand[] = [verifyAuditCommand, purgeAuditCommand, exportAuditCommand];
+export const auditCommands: CliCommand[] = [verifyAuditCommand, checkpointAuditCommand, purgeAuditCommand, exportAuditCommand];

@@ -18,6 +18,8 @@ import { Migration20261124070000_users_vacuum_after_inserts } from './Migration2
 import { Migration20261125010000_sso_browser_binding } from './Migration20261125010000_sso_browser_binding.js';
 import { Migration20261125020000_credentials_lifecycle } from './Migration20261125020000_credentials_lifecycle.js';
 import { Migration20261125030000_app_credentials } from './Migration20261125030000_app_credentials.js';
+import { Migration20261125040000_audit_owner_and_keyed_chain } from './Migration20261125040000_audit_owner_and_keyed_chain.js';
+import { Migration20261125040100_audit_shared_context } from './Migration20261125040100_audit_shared_context.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
 export const migrationsList: MigrationObject[] = [
@@ -40,4 +42,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125010000_sso_browser_binding', class: Migration20261125010000_sso_browser_binding },
   { name: 'Migration20261125020000_credentials_lifecycle', class: Migration20261125020000_credentials_lifecycle },
   { name: 'Migration20261125030000_app_credentials', class: Migration20261125030000_app_credentials },
+  { name: 'Migration20261125040000_audit_owner_and_keyed_chain', class: Migration20261125040000_audit_owner_and_keyed_chain },
+  { name: 'Migration20261125040100_audit_shared_context', class: Migration20261125040100_audit_shared_context },
 ];

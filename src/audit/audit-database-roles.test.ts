@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
+import { allCommitHooks, allEntities } from '../app/features.js';
+import { checkpointAuditCommand, verifyAuditCommand } from '../cli/commands/audit.commands.js';
+import { grantAppRoleCommand } from '../cli/commands/db.commands.js';
+import { recordChange } from '../db/change-journal.js';
+import { openDatabase, type Database } from '../db/database.js';
+import { chainHash, checkpointLine, parseCheckpoint } from './audit-chain.js';
+import { verifyAuditChain } from './audit-maintenance.js';
+import { auditBodyOf, type AuditRecordBody } from './audit-record.js';
+
+/** SPEC section 19: the trail holds against the database's own users. */
+let h: Harness;
+const role = `aag_app_${randomBytes(4).toString('hex')}`;
+const io = { info: () => {} };
+let owner: Database | undefined;
+let dir: string;
+
+beforeAll(async () => {
+  h = await startHarness();
+  dir = await mkdtemp(path.join(tmpdir(), 'audit-checkpoint-'));
+  // PostgreSQL only: the embedded database has a single role.
+  if (h.database.url) owner = await openDatabase({ databaseUrl: h.database.url, dataDir: undefined, entities: allEntities(), commitHooks: allCommitHooks(), poolMax: 2 });
+});
+afterAll(async () => {
+  await owner?.close();
+  await h.close();
+  // The test database, where the role held its grants, is gone: the role goes from the server.
+  if (h.database.url) await superuser((client) => client.query(`drop role if exists ${role}`), process.env.TEST_DATABASE_ADMIN_URL ?? process.env.DATABASE_URL);
+});
+
+async function superuser<T>(work: (client: pg.Client) => Promise<T>, url = h.database.url!): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+function roleUrl(): string {
+  const url = new URL(h.database.url!);
+  url.username = role;
+  url.password = '';
+  return url.toString();
+}
+
+async function accountWithWrites(writes: number): Promise<{ account: TestAccount; head: () => Promise<number> }> {
+  const account = await h.createAccount();
+  const user = await h.createUser(account, { role: 'admin', name: 'Hidden Admin' });
+  for (let i = 0; i < writes; i++) await h.rest('put', `/users/${user.id}`, { key: account.key, body: { user: { job_title: `Title ${i}` } } });
+  const head = async () => Number((await h.database.em().execute<{ position: string }[]>('select position from audit_chain_heads where account_id = ?', [account.id]))[0]!.position);
+  return { account, head };
+}
+
+/** The issue's attack: the purge's setting, the newest record deleted, the head moved back onto the record before it. */
+const ATTACK = [
+  'begin',
+  `set local audit.purging = 'on'`,
+  'delete from audit_records where account_id = $1 and position = (select position from audit_chain_heads where account_id = $1)',
+  `update audit_chain_heads h set position = r.position, hash = r.hash, last_time = r.execution_time
+     from audit_records r where h.account_id = $1 and r.account_id = $1 and r.position = h.position - 1`,
+  'commit',
+];
+
+async function attack(client: pg.Client, accountId: string): Promise<void> {
+  try {
+    for (const statement of ATTACK) await client.query(statement, statement.includes('$1') ? [accountId] : []);
+  } catch (error) {
+    await client.query('rollback');
+    throw error;
+  }
+}
+
+describe('a least-privilege app role (accessctl db grant-app-role)', () => {
+  test('serves writes, and cannot delete, update or truncate records or move heads, whatever it sets', async () => {
+    if (!owner) return;
+    await superuser((client) => client.query(`create role ${role} login`));
+    // Refused for a role that could do everything anyway.
+    await expect(grantAppRoleCommand.run(owner, { role: 'postgres' }, io)).rejects.toMatchObject({ details: [expect.stringMatching(/superuser/)] });
+    const granted = await grantAppRoleCommand.run(owner, { role, 'min-retention-days': '30' }, io);
+    expect(granted).toMatchObject({ role, read_only_tables: expect.arrayContaining(['audit_records', 'audit_chain_heads']), min_retention_days: 30 });
+
+    const { account, head } = await accountWithWrites(2);
+    const before = await head();
+    await superuser(async (app) => {
+      await expect(attack(app, account.id)).rejects.toThrow(/permission denied/);
+      await expect(app.query('update audit_chain_heads set position = position - 1 where account_id = $1', [account.id])).rejects.toThrow(/permission denied/);
+      await expect(app.query('update audit_records set action = $2 where account_id = $1', [account.id, 'create'])).rejects.toThrow(/permission denied/);
+      await expect(app.query('truncate audit_records')).rejects.toThrow(/permission denied/);
+      await expect(app.query('alter table audit_records disable trigger audit_records_append_only')).rejects.toThrow(/must be owner/);
+      await expect(app.query(`insert into audit_chain_heads (account_id, position, hash, last_time) values ('XXXXXXX', 0, '', now())`)).rejects.toThrow(/permission denied/);
+      // The purge function is the owner's; it refuses to erase what is younger than the owner's minimum retention.
+      await expect(app.query('select * from audit_purge_batch($1, now(), 1000000, 1000)', [account.id])).rejects.toThrow(/minimum retention/);
+    }, roleUrl());
+    expect(await head()).toBe(before);
+    expect(await verifyAuditChain(h.database.em(), account.id)).toEqual({ ok: true, verified: before });
+
+    // The service itself, connected as the role: its writes append through the owner's function.
+    const app = await openDatabase({ databaseUrl: roleUrl(), dataDir: undefined, entities: allEntities(), commitHooks: allCommitHooks(), poolMax: 1 });
+    try {
+      await app.transactions.onBehalfOf({ face: 'cli', description: 'test' }).run(app.em(), async (tx) => {
+        recordChange(tx, { accountId: account.id, action: 'update', resource: { type: 'account', id: account.id }, fields: [{ name: 'name', value: 'x' }] });
+      });
+    } finally {
+      await app.close();
+    }
+    expect(await head()).toBe(before + 1);
+    expect(await verifyAuditChain(h.database.em(), account.id)).toEqual({ ok: true, verified: before + 1 });
+    await owner.em().execute('update audit_policy set min_retention_days = 0');
+  });
+});
+
+describe('a signed checkpoint (accessctl audit checkpoint)', () => {
+  test('shows the tail a superuser removed, head moved back, which the chain alone cannot', async () => {
+    if (!h.database.url) return;
+    const { account, head } = await accountWithWrites(2);
+    const newest = await head();
+    const [hidden] = await h.database.em().execute<{ id: string }[]>('select id from audit_records where account_id = ? and position = ?', [account.id, newest]);
+    const printed = await checkpointAuditCommand.run(h.database, { account: account.id }, io);
+    const plainFile = path.join(dir, 'plain.txt');
+    const jsonFile = path.join(dir, 'checkpoint.json');
+    await writeFile(plainFile, `${checkpointAuditCommand.human(printed)}\n`);
+    await writeFile(jsonFile, `${JSON.stringify(printed)}\n`);
+    // The server's hourly log line carries the same object under `checkpoint`.
+    const logFile = path.join(dir, 'logged.json');
+    await writeFile(logFile, `${JSON.stringify({ level: 30, msg: 'audit checkpoint', checkpoint: printed })}\n`);
+    expect(printed).toMatchObject({ account_id: account.id, position: newest, signature: expect.stringMatching(/^[0-9a-f]{64}$/) });
+
+    await superuser((client) => attack(client, account.id));
+    expect(await head()).toBe(newest - 1);
+    // Without the checkpoint the shortened chain is consistent.
+    expect(await verifyAuditChain(h.database.em(), account.id)).toEqual({ ok: true, verified: newest - 1 });
+
+    for (const file of [plainFile, jsonFile, logFile]) {
+      const outcome = await verifyAuditCommand.run(h.database, { account: account.id, checkpoint: file }, io);
+      expect(verifyAuditCommand.exitCode!(outcome)).toBe(1);
+      expect(outcome).toMatchObject({ ok: false, position: newest, problem: expect.stringContaining(`positions ${newest} to ${newest} are missing`) });
+      expect(verifyAuditCommand.human(outcome)).toContain('removed from the end after the checkpoint');
+    }
+    expect(hidden).toBeDefined();
+
+    // A checkpoint edited to hide the removal (its position lowered) no longer carries a valid signature.
+    const forged = parseCheckpoint(await (await import('node:fs/promises')).readFile(plainFile, 'utf8'))!;
+    const forgedFile = path.join(dir, 'forged.txt');
+    await writeFile(forgedFile, checkpointLine({ ...forged, position: newest - 1 }));
+    const refused = await verifyAuditCommand.run(h.database, { account: account.id, checkpoint: forgedFile }, io);
+    expect(refused).toMatchObject({ ok: false, problem: expect.stringMatching(/not signed/) });
+
+    // An intact chain verifies against its own checkpoint.
+    const other = await accountWithWrites(1);
+    const fresh = path.join(dir, 'fresh.txt');
+    await writeFile(fresh, checkpointAuditCommand.human(await checkpointAuditCommand.run(h.database, { account: other.account.id }, io)));
+    await h.rest('put', `/users/${(await h.createUser(other.account)).id}`, { key: other.account.key, body: { user: { job_title: 'later' } } });
+    const intact = await verifyAuditCommand.run(h.database, { account: other.account.id, checkpoint: fresh }, io);
+    expect(intact).toMatchObject({ ok: true });
+  });
+});
+
+describe('the chain format is versioned', () => {
+  test('records of version 1 (unkeyed SHA-256) keep verifying before keyed ones; an unkeyed link after a keyed one is an edit', async () => {
+    if (!h.database.url) return;
+    const { account, head } = await accountWithWrites(1);
+    const rows = await h.database.em().execute<Array<{ position: string; id: string; execution_time: Date; action: string; root_resource_type: string; root_resource_id: string; actor_type: string | null; actor_id: string | null; method_type: string; method_truncated_token: string | null; body: AuditRecordBody }>>(
+      'select * from audit_records_full where account_id = ? order by position',
+      [account.id],
+    );
+    // Rewritten as the previous release linked them (what a database upgraded from it holds).
+    let previous = '';
+    await superuser(async (client) => {
+      await client.query('alter table audit_records disable trigger audit_records_append_only');
+      for (const row of rows) {
+        const hash = chainHash(previous, { accountId: account.id, position: Number(row.position), id: row.id, executionTime: new Date(row.execution_time), action: row.action, rootResourceType: row.root_resource_type, rootResourceId: row.root_resource_id, actorType: row.actor_type, actorId: row.actor_id, methodType: row.method_type, methodTruncatedToken: row.method_truncated_token, body: auditBodyOf(row.body) }, 1);
+        await client.query('update audit_records set chain_version = 1, previous_hash = $3, hash = $4 where account_id = $1 and position = $2', [account.id, row.position, previous, hash]);
+        previous = hash;
+      }
+      await client.query('update audit_chain_heads set hash = $2 where account_id = $1', [account.id, previous]);
+      await client.query('alter table audit_records enable trigger audit_records_append_only');
+    });
+    await h.rest('put', `/users/${(await h.createUser(account)).id}`, { key: account.key, body: { user: { job_title: 'keyed' } } });
+    const total = await head();
+    expect(total).toBeGreaterThan(rows.length);
+    expect(await verifyAuditChain(h.database.em(), account.id)).toEqual({ ok: true, verified: total });
+    const versions = await h.database.em().execute<{ chain_version: number }[]>('select chain_version from audit_records where account_id = ? order by position', [account.id]);
+    expect(versions.map((row) => row.chain_version)).toEqual([...rows.map(() => 1), ...Array(total - rows.length).fill(2)]);
+
+    // Downgrading the newest record to an unkeyed link (computable without the key) is caught.
+    const [last] = await h.database.em().execute<Array<{ id: string; previous_hash: string; execution_time: Date; action: string; root_resource_type: string; root_resource_id: string; actor_type: string | null; actor_id: string | null; method_type: string; method_truncated_token: string | null; body: AuditRecordBody }>>(
+      'select * from audit_records_full where account_id = ? and position = ?',
+      [account.id, total],
+    );
+    const unkeyed = chainHash(last!.previous_hash, { accountId: account.id, position: total, id: last!.id, executionTime: new Date(last!.execution_time), action: last!.action, rootResourceType: last!.root_resource_type, rootResourceId: last!.root_resource_id, actorType: last!.actor_type, actorId: last!.actor_id, methodType: last!.method_type, methodTruncatedToken: last!.method_truncated_token, body: auditBodyOf(last!.body) }, 1);
+    await superuser(async (client) => {
+      await client.query('alter table audit_records disable trigger audit_records_append_only');
+      await client.query('update audit_records set chain_version = 1, hash = $3 where account_id = $1 and position = $2', [account.id, total, unkeyed]);
+      await client.query('update audit_chain_heads set hash = $2 where account_id = $1', [account.id, unkeyed]);
+      await client.query('alter table audit_records enable trigger audit_records_append_only');
+    });
+    expect(await verifyAuditChain(h.database.em(), account.id)).toMatchObject({ ok: false, position: total, problem: expect.stringMatching(/unkeyed link/) });
+  });
+});
