@@ -12,8 +12,8 @@ import { deriveKey } from '../auth/server-secret.js';
 import { createApolloServer } from '../graphql/apollo.js';
 import { apolloHttpHandler } from '../graphql/http-handler.js';
 import { createContext, type Context } from '../graphql/context.js';
-import { classifyError, graphqlErrorBody } from '../graphql/errors.js';
-import { ERROR_TABLE } from '../errors/error-table.js';
+import { classifyError } from '../graphql/errors.js';
+import { sendGraphQLError } from '../graphql/error-response.js';
 import { RateLimitedError } from '../errors/domain-errors.js';
 import { answerRefusedRequestsWithEnvelope, screenGraphQLRequest, requestRejection } from './hostile-requests.js';
 import { CursorCodec } from '../graphql/cursor.js';
@@ -260,7 +260,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       res.set('Retry-After', String(decision.resetSeconds));
       const detail = `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${decision.resetSeconds} seconds.`;
       if (req.path === '/graphql') {
-        return sendJson(res, 429, graphqlErrorBody('rate_limited', detail));
+        return sendGraphQLError(res, 'rate_limited', detail);
       }
       if (isScimPath(req.path)) return scimFaceRoutes.fail(res, new RateLimitedError(decision.resetSeconds));
       sendError(res, 'rate_limited', 'Rate Limit Exceeded', [detail]);
@@ -300,14 +300,14 @@ export async function createApp(options: AppOptions): Promise<App> {
     const rejection = requestRejection(error);
     if (rejection) {
       const { kind, detail } = rejection;
-      if (graphql) return sendJson(res, ERROR_TABLE[kind].httpStatus, graphqlErrorBody(kind, detail));
+      if (graphql) return sendGraphQLError(res, kind, detail);
       return sendError(res, kind, kind === 'invalid_input' ? 'Invalid Input Provided' : 'Unsupported Media Type', [detail]);
     }
     // Authentication, idempotency and the rate limit read the database too: an outage there is a 503 like anywhere else.
     if (classifyError(error).kind === 'unavailable') return answerUnavailable(req, res, error, outages);
     logger.error({ err: error, requestId: res.locals.requestId, path: redactPath(req.originalUrl) }, 'unhandled error');
     if (graphql) {
-      return sendJson(res, 500, graphqlErrorBody('internal', 'Internal server error', { requestId: res.locals.requestId }));
+      return sendGraphQLError(res, 'internal', 'Internal server error', { requestId: res.locals.requestId });
     }
     sendError(res, 'internal', 'Internal Server Error', [`Quote request id ${res.locals.requestId} when reporting this error.`]);
   });
@@ -357,7 +357,7 @@ function answerUnavailable(req: Request, res: Response, error: unknown, outages:
   const detail = 'The database is unavailable or busy; retry shortly.';
   if (req.path === '/graphql') {
     res.set('Retry-After', '1');
-    return sendJson(res, 503, graphqlErrorBody('unavailable', detail));
+    return sendGraphQLError(res, 'unavailable', detail);
   }
   sendError(res, 'unavailable', 'Service Unavailable', [detail]);
 }

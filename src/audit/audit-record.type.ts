@@ -109,4 +109,7 @@ export class AuditRecordType {
   details!: AuditDetailsType;
 }
 
-export const AuditRecordConnection = connectionType<PresentedAuditRecord>('AuditRecord', () => AuditRecordType);
+export const AuditRecordConnection = connectionType<PresentedAuditRecord>('AuditRecord', () => AuditRecordType, {
+  // The records of a window are an unbounded, growing set: no count is offered (the field is absent, not always failing).
+  totalCount: false,
+});

@@ -134,7 +134,9 @@ export class NotificationSubscriptionsResolver {
 export class UserNotificationSubscriptionsResolver {
   @Authorized<Requirement>('subscribers.read')
   @FieldResolver(() => NotificationSubscriptionConnection, {
-    description: 'The entities this user is subscribed to, in subscription order. The user themself or can_update_user (FORBIDDEN otherwise).',
+    // Its rights differ from the user's: a FORBIDDEN here nulls this field, not the whole user.
+    nullable: true,
+    description: 'The entities this user is subscribed to, in subscription order. The user themself or can_update_user (FORBIDDEN and null otherwise).',
   })
   notificationSubscriptions(@Root() user: UserSource, @Args(() => NotificationSubscriptionsPageArgs) args: NotificationSubscriptionsPageArgs, @Ctx() context: Context) {
     const service = notificationSubscriptionsService(context);

@@ -64,7 +64,7 @@ function pageRequest(args: DelegationPageArgs, context: Context): DelegationPage
   checkPageArgs(args, MAX_DELEGATION_PAGE_SIZE);
   let after: DelegationPosition | undefined;
   if (args.after) {
-    const position = context.runtime.cursors.decode<{ c?: unknown; i?: unknown }>(DELEGATIONS_CURSOR, args.after, 'cursor');
+    const position = context.runtime.cursors.decode<{ c?: unknown; i?: unknown }>(DELEGATIONS_CURSOR, args.after, 'cursor', delegationsScope(args));
     const createdAt = typeof position.c === 'string' ? new Date(position.c) : undefined;
     if (!createdAt || Number.isNaN(createdAt.getTime()) || typeof position.i !== 'string' || !isUuid(position.i)) {
       throw new InvalidInputError('cursor is not a valid cursor for this list');
@@ -74,11 +74,17 @@ function pageRequest(args: DelegationPageArgs, context: Context): DelegationPage
   return { types: args.types, statuses: args.statuses, first: args.first, after };
 }
 
-function connection(page: DelegationPage, after: DelegationPosition | undefined, context: Context) {
+/** The arguments that choose which delegations are listed: a cursor continues only the list it came from. */
+function delegationsScope(request: { types?: readonly string[] | null; statuses?: readonly string[] | null }) {
+  return { types: request.types, statuses: request.statuses };
+}
+
+function connection(page: DelegationPage, request: DelegationPageRequest, context: Context) {
+  const scope = delegationsScope(request);
   return OAuthDelegationConnection.from({
     ...page,
-    hasPreviousPage: after !== undefined,
-    cursorOf: (delegation) => context.runtime.cursors.encode(DELEGATIONS_CURSOR, { c: delegation.createdAt.toISOString(), i: delegation.id }),
+    hasPreviousPage: request.after !== undefined,
+    cursorOf: (delegation) => context.runtime.cursors.encode(DELEGATIONS_CURSOR, { c: delegation.createdAt.toISOString(), i: delegation.id }, scope),
   });
 }
 
@@ -89,7 +95,7 @@ export class OAuthDelegationResolver {
   async oauthDelegations(@Args(() => UserDelegationPageArgs) args: UserDelegationPageArgs, @Ctx() context: Context) {
     const request = pageRequest(args, context);
     const page = await oauthDelegationsService(context).listForUser(args.userId, request);
-    return connection(page, request.after, context);
+    return connection(page, request, context);
   }
 
   @Authorized<Requirement>('oauth_delegations.read')
@@ -175,6 +181,6 @@ export class UserOAuthDelegationsResolver {
         return userIds.map((id) => pages.get(id)!);
       }),
     );
-    return connection(await loader.load(user.id), request.after, context);
+    return connection(await loader.load(user.id), request, context);
   }
 }

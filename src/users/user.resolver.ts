@@ -88,7 +88,9 @@ export class UserResolver {
   async users(@Args(() => UsersArgs) args: UsersArgs, @Ctx() context: Context, @Info() info: GraphQLResolveInfo) {
     const offset = checkPageArgs(args, MAX_PAGE_SIZE);
     checkMatches(args);
-    const after = args.after ? context.runtime.cursors.decode<{ n: string; i: string }>(USERS_CURSOR, args.after, 'after') : undefined;
+    // A page of a search continues only that search.
+    const scope = { query: args.query?.trim() || null, match: args.match };
+    const after = args.after ? context.runtime.cursors.decode<{ n: string; i: string }>(USERS_CURSOR, args.after, 'after', scope) : undefined;
     const page = userReads(context).list(
       { query: args.query, match: args.match, first: args.first, offset, after: after ? { name: after.n, id: after.i } : undefined },
       selectedFieldNames(info, ['nodes'], ['edges', 'node']),
@@ -96,7 +98,7 @@ export class UserResolver {
     return UserConnection.deferred({
       ...page,
       hasPreviousPage: Boolean(after) || offset > 0,
-      cursorOf: (user) => context.runtime.cursors.encode(USERS_CURSOR, { n: user.name, i: user.id }),
+      cursorOf: (user) => context.runtime.cursors.encode(USERS_CURSOR, { n: user.name, i: user.id }, scope),
     });
   }
 
