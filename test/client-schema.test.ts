@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import supertest from 'supertest';
+import { createRateLimiter } from '../src/auth/rate-limit.js';
+import { startHarness, type Credential, type Harness, type TestAccount } from './support/harness.js';
+
+/** What Apollo Client 4's HttpLink sends as Accept. */
+const APOLLO_ACCEPT = 'application/graphql-response+json,application/json;q=0.9';
+const ORIGIN = 'https://app.test.example';
+
+const authorization = (key: Credential) => ({ Authorization: `Token token=${(key as { token: string }).token}` });
+
+describe('the schema and wire a client cache can rely on', () => {
+  let h: Harness;
+  let account: TestAccount;
+  beforeAll(async () => {
+    h = await startHarness();
+    account = await h.createAccount();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  test('no connection declares a field that always errors: AuditRecordConnection has no totalCount; the others count', async () => {
+    const introspection = await h.graphql('{ __type(name: "AuditRecordConnection") { fields { name } } }');
+    expect(introspection.data.__type.fields.map((field: { name: string }) => field.name).sort()).toEqual(['edges', 'nodes', 'pageInfo']);
+    const user = await h.createUser(account);
+    const page = await h.graphql(
+      `query($id: ID!) { users(first: 5) { totalCount } user(id: $id) { notificationSubscriptions { totalCount } oauthDelegations { totalCount } auditRecords { nodes { id } } } }`,
+      { id: user.id },
+      account.key,
+    );
+    expect(page.errors).toBeUndefined();
+    expect(page.data.user).toEqual({ notificationSubscriptions: { totalCount: 0 }, oauthDelegations: { totalCount: 0 }, auditRecords: { nodes: [expect.objectContaining({ id: expect.any(String) })] } });
+  });
+
+  test('a FORBIDDEN on a user\'s subscriptions or audit records nulls that field only, not the user page', async () => {
+    const reader = await h.createUser(account);
+    const other = await h.createUser(account);
+    const page = await h.graphql(
+      `query($id: ID!) { user(id: $id) { id name notificationSubscriptions { nodes { subscribableId } } auditRecords { nodes { id } } } }`,
+      { id: other.id },
+      reader.key,
+    );
+    expect(page.data.user).toEqual({ id: other.id, name: other.name, notificationSubscriptions: null, auditRecords: null });
+    const forbidden = page.errors!.map((error) => [error.path.join('.'), error.extensions.code]).sort();
+    expect(forbidden).toEqual([['user.auditRecords', 'FORBIDDEN'], ['user.notificationSubscriptions', 'FORBIDDEN']]);
+    // Allowed both ways: the user themself sees both lists.
+    const own = await h.graphql(`query($id: ID!) { user(id: $id) { notificationSubscriptions { totalCount } auditRecords { nodes { id } } } }`, { id: other.id }, other.key);
+    expect(own.errors).toBeUndefined();
+    expect(own.data.user.notificationSubscriptions).toEqual({ totalCount: 0 });
+  });
+
+  test('a cursor continues only the list it came from: a search cursor with another query (or none) is BAD_USER_INPUT', async () => {
+    const tag = `cur${randomUUID().slice(0, 6)}`;
+    for (let i = 0; i < 3; i++) await h.createUser(account, { name: `${tag} ${i}` });
+    const query = 'query($query: String, $after: String) { users(first: 1, query: $query, after: $after) { nodes { name } pageInfo { endCursor } } }';
+    const first = await h.graphql(query, { query: tag }, account.key);
+    const after = first.data.users.pageInfo.endCursor;
+    const same = await h.graphql(query, { query: tag, after }, account.key);
+    expect(same.errors).toBeUndefined();
+    expect(same.data.users.nodes[0].name).toBe(`${tag} 1`);
+    for (const variables of [{ after }, { query: 'someone else', after }]) {
+      const other = await h.graphql(query, variables, account.key);
+      expect(other.data).toBeNull();
+      expect(other.errors?.[0].extensions.code).toBe('BAD_USER_INPUT');
+      expect(other.errors?.[0].message).toMatch(/after/);
+    }
+    // The same for the audit log: a cursor of the unfiltered log is no cursor for a filtered one.
+    const audit = await h.graphql('query($after: String, $filter: AuditRecordFilter) { auditRecords(first: 1, after: $after, filter: $filter) { nodes { id } pageInfo { endCursor } } }', {}, account.key);
+    const auditCursor = audit.data.auditRecords.pageInfo.endCursor;
+    expect(auditCursor).toEqual(expect.any(String));
+    const next = await h.graphql('query($after: String) { auditRecords(first: 1, after: $after) { nodes { id } } }', { after: auditCursor }, account.key);
+    expect(next.errors).toBeUndefined();
+    const filtered = await h.graphql('query($after: String) { auditRecords(first: 1, after: $after, filter: { rootResourceTypes: ["users"] }) { nodes { id } } }', { after: auditCursor }, account.key);
+    expect(filtered.errors?.[0].extensions.code).toBe('BAD_USER_INPUT');
+  });
+
+  test('an idempotency refusal is a GraphQL response in the media type the client accepted', async () => {
+    const key = `key-${randomUUID()}`;
+    const create = 'mutation($input: CreateUserInput!) { createUser(input: $input) { user { id } } }';
+    const send = (email: string, accept: string) =>
+      supertest(h.app).post('/graphql').set({ 'Content-Type': 'application/json', Accept: accept, 'Idempotency-Key': key, ...authorization(account.key) })
+        .send({ query: create, variables: { input: { name: 'Idem', email } } });
+    expect((await send(`idem-${randomUUID().slice(0, 6)}@example.com`, APOLLO_ACCEPT)).status).toBe(200);
+    const refused = await send(`idem-${randomUUID().slice(0, 6)}@example.com`, APOLLO_ACCEPT);
+    expect(refused.status).toBe(422);
+    expect(refused.headers['content-type']).toBe('application/graphql-response+json; charset=utf-8');
+    expect(JSON.parse(refused.text).errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    const plain = await send(`idem-${randomUUID().slice(0, 6)}@example.com`, 'application/json');
+    expect(plain.headers['content-type']).toBe('application/json; charset=utf-8');
+  });
+
+  test('CORS preflights allow what browser clients send and expose what they read', async () => {
+    const preflight = await supertest(h.app).options('/graphql').set({
+      Origin: ORIGIN,
+      'Access-Control-Request-Method': 'POST',
+      'Access-Control-Request-Headers': 'authorization, content-type, idempotency-key, apollographql-client-name, apollographql-client-version, traceparent, apollo-require-preflight',
+    });
+    expect(preflight.status).toBe(204);
+    const allowed = preflight.headers['access-control-allow-headers'].toLowerCase().split(/,\s*/);
+    for (const header of ['authorization', 'content-type', 'idempotency-key', 'apollographql-client-name', 'apollographql-client-version', 'traceparent', 'apollo-require-preflight']) {
+      expect(allowed).toContain(header);
+    }
+    const answer = await supertest(h.app).post('/graphql').set({ Origin: ORIGIN, 'Content-Type': 'application/json' }).send({ query: '{ __typename }' });
+    const exposed = answer.headers['access-control-expose-headers'].toLowerCase().split(/,\s*/);
+    for (const header of ['retry-after', 'idempotent-replayed', 'x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) expect(exposed).toContain(header);
+  });
+});
+
+describe('the rate limit answers GraphQL clients in their media type', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ rateLimiter: (logger) => createRateLimiter({ perMinute: 1, windowSeconds: 60, logger }) });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  test('the 429 is application/graphql-response+json with RATE_LIMITED and Retry-After when the client accepts it', async () => {
+    const account = await h.createAccount();
+    const ask = () => supertest(h.app).post('/graphql').set({ 'Content-Type': 'application/json', Accept: APOLLO_ACCEPT, ...authorization(account.key) }).send({ query: '{ viewer { id } }' });
+    expect((await ask()).status).toBe(200);
+    const limited = await ask();
+    expect(limited.status).toBe(429);
+    expect(limited.headers['content-type']).toBe('application/graphql-response+json; charset=utf-8');
+    expect(limited.headers['retry-after']).toBeDefined();
+    expect(JSON.parse(limited.text).errors[0].extensions).toMatchObject({ code: 'RATE_LIMITED' });
+  });
+});
