@@ -6,19 +6,24 @@ import type { PresentedAuditRecord } from './audit-records.service.js';
 // Records are plain values presented by the service: read straight from the source.
 @ObjectType('AuditReference', { description: 'A reference to the resource or actor a record names.', simpleResolvers: true })
 export class AuditReferenceType {
-  @Field(() => ID)
+  // A snapshot in a record: its `id` is this reference's own, so a normalized client cache never
+  // merges it with the live object (or with the same resource named by another record).
+  @Field(() => ID, { name: 'id', simple: false, description: 'This reference\'s own id, unique to its record and place in it (not the resource\'s: see `resourceId`).' })
+  referenceId!: string;
+
+  @Field(() => ID, { name: 'resourceId', simple: false, description: 'The id of the resource or actor named, e.g. a user\'s id.' })
   id!: string;
 
   @Field({ description: '`<type>_reference`, e.g. `user_reference`, `api_key_reference`.' })
   type!: string;
 
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { nullable: true, description: 'A short human-readable name of the resource as it was when the record was written.' })
   summary!: string | null;
 
   @Field(() => String, { nullable: true, description: 'The API URL, where the resource has one.' })
   self!: string | null;
 
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { nullable: true, description: 'The web app URL, where the resource has one.' })
   htmlUrl!: string | null;
 }
 

@@ -16,7 +16,7 @@ import {
   NotificationSubscriptionType,
   RemoveNotificationSubscriptionsPayload,
 } from './notification-subscription.type.js';
-import { MAX_SUBSCRIPTIONS_PAGE_SIZE, NotificationSubscriptionsService, type SubscriptionRow, type SubscriptionSlice } from './notification-subscriptions.service.js';
+import { MAX_SUBSCRIPTIONS_PAGE_SIZE, NotificationSubscriptionsService, subscriptionId, type SubscriptionRow, type SubscriptionSlice } from './notification-subscriptions.service.js';
 import type { SubscribableType } from './subscribable.entity.js';
 
 const SUBSCRIPTIONS_CURSOR = 'notification-subscriptions';
@@ -114,7 +114,8 @@ export class NotificationSubscriptionsResolver {
     @Arg('input', () => CreateNotificationSubscriptionsInput) input: CreateNotificationSubscriptionsInput,
     @Ctx() context: Context,
   ): Promise<CreateNotificationSubscriptionsPayload> {
-    return { subscriptions: await notificationSubscriptionsService(context).subscribe(input.userId, input.subscribables) };
+    const { attempts, created } = await notificationSubscriptionsService(context).subscribe(input.userId, input.subscribables);
+    return { subscriptions: attempts, createdSubscriptions: created };
   }
 
   @Authorized<Requirement>('subscribers.write', 'write')
@@ -125,7 +126,8 @@ export class NotificationSubscriptionsResolver {
     @Arg('input', () => RemoveNotificationSubscriptionsInput) input: RemoveNotificationSubscriptionsInput,
     @Ctx() context: Context,
   ): Promise<RemoveNotificationSubscriptionsPayload> {
-    return notificationSubscriptionsService(context).unsubscribe(input.userId, input.subscribables);
+    const { removed, ...counts } = await notificationSubscriptionsService(context).unsubscribe(input.userId, input.subscribables);
+    return { ...counts, removedSubscriptions: removed };
   }
 }
 
@@ -148,6 +150,11 @@ export class UserNotificationSubscriptionsResolver {
 /** The node's fields, from the plain rows the reads return (the entity comes joined: no statement here). */
 @Resolver(() => NotificationSubscriptionType)
 export class NotificationSubscriptionFieldsResolver {
+  @FieldResolver(() => ID, { description: 'Stable for the subscription\'s key (user, entity type and entity id): the same after it is removed and created again.' })
+  id(@Root() subscription: SubscriptionRow): string {
+    return subscriptionId(subscription);
+  }
+
   @FieldResolver(() => ID, { description: 'The subscribed user\'s id.' })
   subscriberId(@Root() subscription: SubscriptionRow): string {
     return subscription.userId;

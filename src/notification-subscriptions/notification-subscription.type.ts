@@ -71,14 +71,20 @@ export class NotificationSubscriptionAttempt {
   result!: SubscriptionResult;
 }
 
-@ObjectType()
+@ObjectType({ description: 'What createNotificationSubscriptions did: an outcome per entity, and the subscriptions it created.' })
 export class CreateNotificationSubscriptionsPayload {
   @Field(() => [NotificationSubscriptionAttempt], { description: 'One per requested entity, in request order.' })
   subscriptions!: NotificationSubscriptionAttempt[];
+
+  @Field(() => [NotificationSubscriptionType], { description: 'The subscriptions this call created (SUCCESS outcomes), in subscription order.' })
+  createdSubscriptions!: SubscriptionRow[];
 }
 
-@ObjectType()
+@ObjectType({ description: 'What removeNotificationSubscriptions did: the subscriptions it removed, and counts of the outcomes.' })
 export class RemoveNotificationSubscriptionsPayload {
+  @Field(() => [NotificationSubscriptionType], { description: 'The subscriptions this call removed, as they were, in subscription order.' })
+  removedSubscriptions!: SubscriptionRow[];
+
   @Field(() => Int, { description: 'Subscriptions removed.' })
   deletedCount!: number;
 

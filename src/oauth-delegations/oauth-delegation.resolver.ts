@@ -9,6 +9,7 @@ import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
 import { MaxLength } from '../graphql/input-bounds.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import type { User } from '../users/user.entity.js';
+import { UsersService } from '../users/user.service.js';
 import { UserType } from '../users/user.type.js';
 import type { DelegationStatus, DelegationType, OAuthDelegation } from './oauth-delegation.entity.js';
 import { DeleteOAuthDelegationsInput, DeleteOAuthDelegationsPayload, RevokeOAuthDelegationInput, RevokeOAuthDelegationPayload } from './oauth-delegation.inputs.js';
@@ -130,7 +131,9 @@ export class OAuthDelegationResolver {
     @Arg('input', () => DeleteOAuthDelegationsInput) input: DeleteOAuthDelegationsInput,
     @Ctx() context: Context,
   ): Promise<DeleteOAuthDelegationsPayload> {
-    return { revokedCount: await oauthDelegationsService(context).revoke(input.userId, input.types) };
+    const revoked = await oauthDelegationsService(context).revoke(input.userId, input.types);
+    const user = await new UsersService(context.em, requirePrincipal(context), context.transactions).get(input.userId);
+    return { revokedCount: revoked.length, revokedOAuthDelegations: revoked, user };
   }
 
   // No `write` requirement: revoking lowers access, so a read-only user may still end a grant they gave.

@@ -100,7 +100,8 @@ async function isLiveUser(em: EntityManager, accountId: string, userId: string):
 }
 
 /**
- * Revokes, in one conditional UPDATE, every issued delegation of the user matching `types`.
+ * Revokes, in one conditional UPDATE, every issued delegation of the user matching `types`;
+ * returns the ids of the delegations this call revoked.
  * `status = 'issued'` in the condition makes concurrent revocations revoke each row exactly once:
  * the first writer sets revoked_at and the revoking principal; the others find nothing left to do.
  */
@@ -108,8 +109,8 @@ async function revokeIssued(
   em: EntityManager,
   scope: { accountId: string; userId: string; types?: readonly DelegationType[]; ids?: readonly string[]; exceptId?: string },
   by: { principal?: Principal; at: Date; reason: RevocationReason },
-): Promise<number> {
-  if (scope.ids?.length === 0) return 0;
+): Promise<string[]> {
+  if (scope.ids?.length === 0) return [];
   const types = scope.types ? [...scope.types] : undefined;
   const conditions = ['account_id = ?', 'user_id = ?', "status = 'issued'"];
   const params: unknown[] = [scope.accountId, scope.userId];
@@ -126,7 +127,7 @@ async function revokeIssued(
       returning id`,
     [by.at, by.principal?.kind ?? null, by.principal?.credentialId ?? null, by.reason, ...params],
   );
-  if (rows.length === 0) return 0;
+  if (rows.length === 0) return [];
   delegationsRevoked.inc({ reason: by.reason }, rows.length);
   // One record per user, naming every delegation this revocation ended.
   recordChange(em, {
@@ -138,7 +139,7 @@ async function revokeIssued(
     references: rows.map((row) => ({ type: 'oauth_delegation', id: row.id })),
     revokesAccess: true,
   });
-  return rows.length;
+  return rows.map((row) => row.id);
 }
 
 /** Domain logic of OAuth delegations for one caller; knows nothing of HTTP or GraphQL. */
@@ -154,8 +155,8 @@ export class OAuthDelegationsService {
     policy.assertSelfOrUserManager(this.principal, userId);
   }
 
-  /** Signs the user out of the given apps, synchronously; returns how many delegations this call revoked. */
-  async revoke(userId: string, types: readonly DelegationType[]): Promise<number> {
+  /** Signs the user out of the given apps, synchronously; returns the delegations this call revoked (now REVOKED). */
+  async revoke(userId: string, types: readonly DelegationType[]): Promise<OAuthDelegation[]> {
     if (types.length === 0) throw new InvalidInputError(`type must name at least one of ${REVOCABLE_TYPES.join(', ')}`);
     const refused = types.filter((type) => !REVOCABLE_TYPES.includes(type));
     if (refused.length) {
@@ -169,11 +170,13 @@ export class OAuthDelegationsService {
       if (!(await lockLiveUser(em, this.principal.accountId, userId))) {
         throw new InvalidInputError(`user ${userId} is not a user of this account`);
       }
-      return revokeIssued(
+      const ids = await revokeIssued(
         em,
         { accountId: this.principal.accountId, userId, types: [...new Set(types)] },
         { principal: this.principal, at: new Date(), reason: 'sign_out' },
       );
+      // Read back after the UPDATE (not from the identity map): the client's cache gets the new status.
+      return ids.length ? em.find(OAuthDelegation, { id: { $in: ids } }, { orderBy: { createdAt: 'desc', id: 'desc' }, refresh: true }) : [];
     }, 'oauthDelegations.revoke');
   }
 
@@ -289,17 +292,17 @@ export function revokeUserDelegations(
   user: { accountId: string; userId: string },
   by: { principal?: Principal; reason: RevocationReason; keepDelegationId?: string; at?: Date },
 ): Promise<number> {
-  return revokeIssued(em, { ...user, exceptId: by.keepDelegationId }, { principal: by.principal, at: by.at ?? new Date(), reason: by.reason });
+  return revokeIssued(em, { ...user, exceptId: by.keepDelegationId }, { principal: by.principal, at: by.at ?? new Date(), reason: by.reason }).then((ids) => ids.length);
 }
 
 /** The users feature's deletion hook: every delegation of the deleted user, in the deleting transaction. */
 export function revokeDeletedUsersDelegations(em: EntityManager, user: DeletedUser, principal: Principal): Promise<number> {
-  return revokeIssued(em, { accountId: user.accountId, userId: user.id }, { principal, at: user.deletedAt, reason: 'user_deleted' });
+  return revokeIssued(em, { accountId: user.accountId, userId: user.id }, { principal, at: user.deletedAt, reason: 'user_deleted' }).then((ids) => ids.length);
 }
 
 /** In the suspending transaction: every delegation of the user (their OAuth grants' tokens with them) stops working at the commit. */
 export function revokeSuspendedUsersDelegations(em: EntityManager, user: SuspendedUser, principal: Principal): Promise<number> {
-  return revokeIssued(em, { accountId: user.accountId, userId: user.id }, { principal, at: user.suspendedAt, reason: 'user_suspended' });
+  return revokeIssued(em, { accountId: user.accountId, userId: user.id }, { principal, at: user.suspendedAt, reason: 'user_suspended' }).then((ids) => ids.length);
 }
 
 /** Space-separated scopes, each one of ISSUABLE_SCOPES; duplicates collapse, order is kept. */
