@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import supertest from 'supertest';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
+import { issueDelegation } from '../src/oauth-delegations/oauth-delegation.service.js';
 import { startHarness, type Credential, type Harness, type TestAccount } from './support/harness.js';
+import { subscriptionFixtures } from './support/subscriptions.js';
 
 /** What Apollo Client 4's HttpLink sends as Accept. */
 const APOLLO_ACCEPT = 'application/graphql-response+json,application/json;q=0.9';
@@ -48,6 +50,65 @@ describe('the schema and wire a client cache can rely on', () => {
     const own = await h.graphql(`query($id: ID!) { user(id: $id) { notificationSubscriptions { totalCount } auditRecords { nodes { id } } } }`, { id: other.id }, other.key);
     expect(own.errors).toBeUndefined();
     expect(own.data.user.notificationSubscriptions).toEqual({ totalCount: 0 });
+  });
+
+  test('mutations return what they changed: revoked delegations with their status and the user; created and removed subscriptions with a stable id', async () => {
+    const user = await h.createUser(account);
+    const issued = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: user.id, type: 'web', scopes: 'users.read' }));
+    const revoke = await h.graphql(
+      'mutation($input: DeleteOAuthDelegationsInput!) { deleteOAuthDelegations(input: $input) { revokedCount revokedOAuthDelegations { id status } user { id oauthDelegations { nodes { id status } } } } }',
+      { input: { userId: user.id, types: ['WEB', 'MOBILE'] } },
+      account.key,
+    );
+    expect(revoke.errors).toBeUndefined();
+    const delegationId = issued.delegation.id;
+    expect(revoke.data.deleteOAuthDelegations).toEqual({
+      revokedCount: 1,
+      revokedOAuthDelegations: [{ id: delegationId, status: 'REVOKED' }],
+      user: { id: user.id, oauthDelegations: { nodes: [{ id: delegationId, status: 'REVOKED' }] } },
+    });
+
+    const { register } = subscriptionFixtures(() => h);
+    await register(account, 'incident', `PMUT${user.id.slice(-4)}`, 'Mutation incident');
+    const entity = { subscribableType: 'INCIDENT', subscribableId: `PMUT${user.id.slice(-4)}` };
+    const subscribe = 'mutation($input: CreateNotificationSubscriptionsInput!) { createNotificationSubscriptions(input: $input) { subscriptions { result } createdSubscriptions { id subscribableId subscribableName } } }';
+    const created = await h.graphql(subscribe, { input: { userId: user.id, subscribables: [entity] } }, account.key);
+    expect(created.errors).toBeUndefined();
+    const [subscription] = created.data.createNotificationSubscriptions.createdSubscriptions;
+    expect(subscription).toEqual({ id: expect.any(String), subscribableId: entity.subscribableId, subscribableName: 'Mutation incident' });
+    const listed = await h.graphql('query($id: ID!) { user(id: $id) { notificationSubscriptions { nodes { id } } } }', { id: user.id }, account.key);
+    expect(listed.data.user.notificationSubscriptions.nodes).toEqual([{ id: subscription.id }]);
+    const again = await h.graphql(subscribe, { input: { userId: user.id, subscribables: [entity] } }, account.key);
+    expect(again.data.createNotificationSubscriptions).toEqual({ subscriptions: [{ result: 'DUPLICATE' }], createdSubscriptions: [] });
+
+    const unsubscribe = 'mutation($input: RemoveNotificationSubscriptionsInput!) { removeNotificationSubscriptions(input: $input) { deletedCount removedSubscriptions { id subscribableId } } }';
+    const removed = await h.graphql(unsubscribe, { input: { userId: user.id, subscribables: [entity] } }, account.key);
+    expect(removed.data.removeNotificationSubscriptions).toEqual({ deletedCount: 1, removedSubscriptions: [{ id: subscription.id, subscribableId: entity.subscribableId }] });
+    // Created again, it keeps its id (derived from its key): a client cache recognises it.
+    const recreated = await h.graphql(subscribe, { input: { userId: user.id, subscribables: [entity] } }, account.key);
+    expect(recreated.data.createNotificationSubscriptions.createdSubscriptions[0].id).toBe(subscription.id);
+  });
+
+  test('an audit reference is a snapshot: its id is its own per record, never the live object\'s', async () => {
+    const user = await h.createUser(account);
+    for (const name of ['First name', 'Second name']) {
+      const update = await h.graphql('mutation($input: UpdateUserInput!) { updateUser(input: $input) { user { id } } }', { input: { id: user.id, name } }, account.key);
+      expect(update.errors).toBeUndefined();
+    }
+    const records = await h.graphql(
+      'query($id: ID!) { user(id: $id) { auditRecords { nodes { id rootResource { id resourceId type } } } } }',
+      { id: user.id },
+      account.key,
+    );
+    const roots = records.data.user.auditRecords.nodes.map((node: { rootResource: { id: string; resourceId: string } }) => node.rootResource);
+    expect(roots.length).toBeGreaterThanOrEqual(2);
+    for (const root of roots) expect(root.resourceId).toBe(user.id);
+    expect(new Set(roots.map((root: { id: string }) => root.id)).size).toBe(roots.length);
+    expect(roots.map((root: { id: string }) => root.id)).not.toContain(user.id);
+    // REST keeps the resource's id under `id`.
+    const rest = await h.rest('get', `/users/${user.id}/audit/records`, { key: account.key });
+    expect(rest.status).toBe(200);
+    expect(rest.body.records[0].root_resource.id).toBe(user.id);
   });
 
   test('a cursor continues only the list it came from: a search cursor with another query (or none) is BAD_USER_INPUT', async () => {
