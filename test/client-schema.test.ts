@@ -111,6 +111,49 @@ describe('the schema and wire a client cache can rely on', () => {
     expect(rest.body.records[0].root_resource.id).toBe(user.id);
   });
 
+  test('form errors name every bad field at once, by its GraphQL path and name; REST keeps its own names', async () => {
+    const create = 'mutation($input: CreateUserInput!) { createUser(input: $input) { user { id } } }';
+    // Values the input's scalars refuse: every one at once, each at its path.
+    const scalars = await h.graphql(create, { input: { email: 'not-an-email', timeZone: 'Mars/Olympus' } }, account.key);
+    expect(scalars.errors![0].extensions.code).toBe('BAD_USER_INPUT');
+    const scalarFields = scalars.errors![0].extensions.fields as { path: string[]; code: string; message: string }[];
+    expect(scalarFields.map((field) => [field.path.join('.'), field.code]).sort()).toEqual([['input.email', 'INVALID'], ['input.name', 'REQUIRED'], ['input.timeZone', 'INVALID']]);
+    for (const field of scalarFields) expect(field.message.startsWith(`${field.path.join('.')}: `)).toBe(true);
+    // Values the service refuses: every one at once, named as GraphQL names them.
+    const bad = await h.graphql(create, { input: { name: ' ', email: 'fine@example.com', timeZone: 'Etc/UTC', role: 'OWNER' } }, account.key);
+    expect(bad.data).toBeNull();
+    const [error] = bad.errors!;
+    expect(error.extensions.code).toBe('BAD_USER_INPUT');
+    expect(error.extensions.fields).toEqual([
+      { path: ['input', 'name'], code: 'REQUIRED', message: 'name must not be empty' },
+      { path: ['input', 'role'], code: 'NOT_ALLOWED', message: 'role owner cannot be assigned through the API' },
+    ]);
+    const zone = await h.graphql(
+      'mutation($input: UpdateUserInput!) { updateUser(input: $input) { user { id } } }',
+      { input: { id: account.ownerId, name: ' ', timeZone: null } },
+      account.key,
+    );
+    expect(zone.errors![0].extensions.fields).toEqual([
+      { path: ['input', 'timeZone'], code: 'NOT_NULL', message: 'timeZone must not be null (omit it to keep the current value)' },
+      { path: ['input', 'name'], code: 'REQUIRED', message: 'name must not be empty' },
+    ]);
+    expect(JSON.stringify([bad.errors, zone.errors])).not.toContain('time_zone');
+    const bulk = await h.graphql(
+      'mutation($input: UpdateUsersInput!) { updateUsers(input: $input) { users { id } } }',
+      { input: { users: [{ id: account.ownerId, name: 'Fine' }, { id: account.ownerId, color: ' ' }] } },
+      account.key,
+    );
+    expect(bulk.errors![0].extensions.fields).toEqual([
+      { path: ['input', 'users', 1, 'id'], code: 'DUPLICATE', message: `users[1].id ${account.ownerId} appears more than once` },
+      { path: ['input', 'users', 1, 'color'], code: 'INVALID', message: 'users[1].color must be a color name of at most 32 characters' },
+    ]);
+    const tooLong = await h.graphql(create, { input: { name: 'n'.repeat(300), email: 'long@example.com' } }, account.key);
+    expect(tooLong.errors![0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', fields: [{ path: ['input', 'name'], code: 'TOO_LONG' }] });
+    const rest = await h.rest('post', '/users', { key: account.key, body: { user: { name: 'Zone', email: 'zone@example.com', time_zone: 'Mars/Olympus' } } });
+    expect(rest.status).toBe(400);
+    expect(JSON.stringify(rest.body.error.errors)).toContain('time_zone');
+  });
+
   test('a cursor continues only the list it came from: a search cursor with another query (or none) is BAD_USER_INPUT', async () => {
     const tag = `cur${randomUUID().slice(0, 6)}`;
     for (let i = 0; i < 3; i++) await h.createUser(account, { name: `${tag} ${i}` });

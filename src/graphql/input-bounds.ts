@@ -1,6 +1,8 @@
 import {
   GraphQLError,
   Kind,
+  coerceInputValue,
+  typeFromAST,
   TypeInfo,
   getNamedType,
   getNullableType,
@@ -236,7 +238,9 @@ function inputsOf(
   if (!variables) {
     // graphql-js's own coercion, for its messages (and whatever the compiled one refused).
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], rawVariables ?? {}, { maxErrors: 5 });
-    if (coerced.errors) return { problems: coerced.errors.map((error) => boundedMessage(error.message)) };
+    if (coerced.errors) {
+      return { problems: coerced.errors.map((error) => boundedMessage(error.message)), fields: variableFieldProblems(schema, document, operation, rawVariables ?? {}) };
+    }
     variables = coerced.coerced;
   }
   const problems: InputProblems = { messages: [], fields: [] };
@@ -244,6 +248,32 @@ function inputsOf(
     site.check(valueFromAST(site.node.value, site.argument.type, variables), [site.node.name.value], problems);
   }
   return { problems: problems.messages, fields: problems.fields, variables };
+}
+
+/**
+ * The values of variables that do not coerce, per input field: each problem's path starts at the
+ * argument the variable is given to (`createUser(input: $input)`: `["input", "email"]`), or at the
+ * variable's name where it is not an argument's whole value. Only when coercion failed (rare).
+ */
+function variableFieldProblems(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, rawVariables: Record<string, unknown>): FieldProblem[] {
+  const argumentOf = new Map<string, string>();
+  for (const site of argumentSitesOf(schema, document, operation)) {
+    if (site.node.value.kind === Kind.VARIABLE) argumentOf.set(site.node.value.name.value, site.node.name.value);
+  }
+  const fields: FieldProblem[] = [];
+  for (const definition of operation.variableDefinitions ?? []) {
+    const name = definition.variable.name.value;
+    const type = typeFromAST(schema, definition.type);
+    if (!type || !isInputType(type) || !(name in rawVariables)) continue;
+    coerceInputValue(rawVariables[name], type, (path, _value, error) => {
+      if (fields.length >= 20) return;
+      // A missing required field is reported at its object: the path names the field itself.
+      const missing = /^Field "([^"]+)" of required type .* was not provided\.$/.exec(error.message)?.[1];
+      const fieldPath = [argumentOf.get(name) ?? name, ...path, ...(missing ? [missing] : [])];
+      fields.push({ path: fieldPath, code: missing ? 'REQUIRED' : 'INVALID', message: boundedMessage(`${pathName(fieldPath)}: ${error.message}`) });
+    });
+  }
+  return fields;
 }
 
 /** The same problems as an error of the table's `invalid_input` kind (400/2001, `BAD_USER_INPUT`). */

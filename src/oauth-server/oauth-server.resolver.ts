@@ -73,7 +73,7 @@ export class OAuthServerResolver {
   @Mutation(() => ChangeMyPasswordPayload, {
     description: 'Changes the calling user\'s own sign-in password. Needs a credential that may write the user: the user\'s API key (not a read-only role) '
       + 'or a first-party app\'s token with users.write (never a third-party app\'s or an integration\'s token). The current password is required '
-      + '(FORBIDDEN when wrong; wrong ones count against the sign-in form\'s limits, RATE_LIMITED past them). A change revokes the user\'s other sign-in '
+      + '(BAD_USER_INPUT with extensions.fields code INCORRECT at input.currentPassword when wrong; wrong ones count against the sign-in form\'s limits, RATE_LIMITED past them). A change revokes the user\'s other sign-in '
       + 'sessions and OAuth delegations (not the API keys).',
   })
   async changeMyPassword(@Arg('input', () => ChangeMyPasswordInput) input: ChangeMyPasswordInput, @Ctx() context: Context): Promise<ChangeMyPasswordPayload> {
