@@ -154,6 +154,40 @@ describe('the schema and wire a client cache can rely on', () => {
     expect(JSON.stringify(rest.body.error.errors)).toContain('time_zone');
   });
 
+  test('the cost limit counts `first` from literals, variables and defaults alike: the settings pages pass, a page 4 times larger does not', async () => {
+    const page = (users: string, delegations: string, subscriptions: string, variables = '($users: Int!, $delegations: Int = 50, $subscriptions: Int)') => `query Settings${variables} {
+      users(first: ${users}) {
+        nodes { id name email role
+          oauthDelegations(first: ${delegations}) { nodes { id delegationType status clientId createdAt scopes } pageInfo { hasNextPage endCursor } }
+          notificationSubscriptions${subscriptions} { nodes { id subscribableId subscribableName subscribableType } pageInfo { hasNextPage endCursor } }
+        }
+        pageInfo { hasNextPage endCursor }
+      }
+    }`;
+    const literal = await h.graphql(page('50', '50', '(first: 50)', ''), {}, account.key);
+    expect(literal.errors).toBeUndefined();
+    const variables = await h.graphql(page('$users', '$delegations', '(first: $subscriptions)'), { users: 50, subscriptions: 50 }, account.key);
+    expect(variables.errors).toBeUndefined();
+    const auditLog = await h.graphql(
+      'query($first: Int!) { auditRecords(first: $first) { nodes { id action executionTime actors { id resourceId type summary } method { type truncatedToken description } rootResource { id resourceId type summary self htmlUrl } details { resource { id type summary } fields { name value beforeValue } references { name added { id type } removed { id type } } } executionContext { requestId remoteAddress } } pageInfo { hasNextPage endCursor } } }',
+      { first: 100 },
+      account.key,
+    );
+    expect(auditLog.errors).toBeUndefined();
+
+    const tooLarge = [
+      await h.graphql(page('100', '100', '(first: 100)', ''), {}, account.key),
+      await h.graphql(page('$users', '$delegations', '(first: $subscriptions)'), { users: 100, delegations: 100, subscriptions: 100 }, account.key),
+      // The variable's default (100 here) and the argument's default count like literals.
+      await h.graphql(page('$users', '$delegations', '(first: $subscriptions)').replace('$delegations: Int = 50', '$delegations: Int = 100'), { users: 100, subscriptions: 100 }, account.key),
+    ];
+    for (const refused of tooLarge) {
+      expect(refused.data).toBeUndefined();
+      expect(refused.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', queryLimit: 'cost' });
+      expect(refused.errors?.[0].message).toMatch(/more than the limit of 100000/);
+    }
+  });
+
   test('a cursor continues only the list it came from: a search cursor with another query (or none) is BAD_USER_INPUT', async () => {
     const tag = `cur${randomUUID().slice(0, 6)}`;
     for (let i = 0; i < 3; i++) await h.createUser(account, { name: `${tag} ${i}` });
