@@ -42,7 +42,7 @@ export class AuditRecordResolver {
     description: 'The account\'s audit records, newest first (default: the last 24 hours). Owners, admins and full-access account keys.',
   })
   async auditRecords(
-    @Arg('filter', () => AuditRecordFilterInput, { nullable: true }) filter: AuditRecordFilterInput | null | undefined,
+    @Arg('filter', () => AuditRecordFilterInput, { nullable: true, description: 'Which records (default: the last 24 hours, all of them).' }) filter: AuditRecordFilterInput | null | undefined,
     @Args(() => AuditPageArgs) args: AuditPageArgs,
     @Ctx() context: Context,
   ) {
@@ -73,7 +73,7 @@ export class UserAuditRecordsResolver {
 export class UserAuditRecordsQueryResolver {
   @Authorized<Requirement>('audit_records.read')
   @Query(() => AuditRecordConnection, { description: 'Records of changes made to a user, newest first. The user themself or can_update_user; NOT_FOUND for unknown users.' })
-  async userAuditRecords(@Arg('userId', () => ID) userId: string, @Args(() => UserAuditPageArgs) args: UserAuditPageArgs, @Ctx() context: Context) {
+  async userAuditRecords(@Arg('userId', () => ID, { description: 'The user whose records to list.' }) userId: string, @Args(() => UserAuditPageArgs) args: UserAuditPageArgs, @Ctx() context: Context) {
     const scope = { userId, since: args.since, until: args.until };
     const request = pageRequest(args, context, scope);
     return connection(await auditRecordsService(context).listForUser(userId, args, request), request, context, scope);

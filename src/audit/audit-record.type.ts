@@ -27,16 +27,16 @@ export class AuditReferenceType {
   htmlUrl!: string | null;
 }
 
-@ObjectType('AuditExecutionContext', { simpleResolvers: true })
+@ObjectType('AuditExecutionContext', { description: 'Where a change came from.', simpleResolvers: true })
 export class AuditExecutionContextType {
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { description: 'The id of the request that made the change (X-Request-Id), to match with logs.', nullable: true })
   requestId!: string | null;
 
   @Field(() => String, { nullable: true, description: 'The client address the change came from.' })
   remoteAddress!: string | null;
 }
 
-@ObjectType('AuditMethod', { simpleResolvers: true })
+@ObjectType('AuditMethod', { description: 'How the actor was authenticated when making the change.', simpleResolvers: true })
 export class AuditMethodType {
   @Field({ description: 'browser, oauth, api_token, identity_provider, or other (the operator CLI).' })
   type!: string;
@@ -48,9 +48,9 @@ export class AuditMethodType {
   description!: string | null;
 }
 
-@ObjectType('AuditField', { simpleResolvers: true })
+@ObjectType('AuditField', { description: 'One field a change set or cleared.', simpleResolvers: true })
 export class AuditFieldType {
-  @Field()
+  @Field({ description: 'The field\'s name, as REST names it (e.g. `job_title`).' })
   name!: string;
 
   @Field(() => String, { nullable: true, description: 'The value after the change.' })
@@ -60,57 +60,57 @@ export class AuditFieldType {
   beforeValue!: string | null;
 }
 
-@ObjectType('AuditReferences', { simpleResolvers: true })
+@ObjectType('AuditReferences', { description: 'References a change added to or removed from a named list.', simpleResolvers: true })
 export class AuditReferencesType {
-  @Field()
+  @Field({ description: 'The list\'s name, e.g. `oauth_delegations`.' })
   name!: string;
 
-  @Field(() => [AuditReferenceType], { nullable: true })
+  @Field(() => [AuditReferenceType], { description: 'What the change added to the list; null when nothing.', nullable: true })
   added!: AuditReferenceType[] | null;
 
-  @Field(() => [AuditReferenceType], { nullable: true })
+  @Field(() => [AuditReferenceType], { description: 'What the change removed from the list; null when nothing.', nullable: true })
   removed!: AuditReferenceType[] | null;
 }
 
-@ObjectType('AuditDetails', { simpleResolvers: true })
+@ObjectType('AuditDetails', { description: 'What changed on the resource.', simpleResolvers: true })
 export class AuditDetailsType {
-  @Field(() => AuditReferenceType)
+  @Field(() => AuditReferenceType, { description: 'The resource changed (a snapshot).' })
   resource!: AuditReferenceType;
 
-  @Field(() => [AuditFieldType])
+  @Field(() => [AuditFieldType], { description: 'The fields the change set, with their values before and after (secrets never).' })
   fields!: AuditFieldType[];
 
-  @Field(() => [AuditReferencesType])
+  @Field(() => [AuditReferencesType], { description: 'Lists of related objects the change added to or removed from.' })
   references!: AuditReferencesType[];
 }
 
 @ObjectType('AuditRecord', { description: 'Who changed what, when and how (SPEC section 13).', simpleResolvers: true })
 export class AuditRecordType {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The record\'s id.' })
   id!: string;
 
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { description: 'The record\'s API URL; null (records are listed, not shown one by one).', nullable: true })
   self!: string | null;
 
-  @Field(() => DateTimeResolver)
+  @Field(() => DateTimeResolver, { description: 'When the change was committed.' })
   executionTime!: Date;
 
-  @Field(() => AuditExecutionContextType)
+  @Field(() => AuditExecutionContextType, { description: 'Where the change came from.' })
   executionContext!: AuditExecutionContextType;
 
-  @Field(() => [AuditReferenceType])
+  @Field(() => [AuditReferenceType], { description: 'Who acted: the user, and the credential or app used (snapshots).' })
   actors!: AuditReferenceType[];
 
-  @Field(() => AuditMethodType)
+  @Field(() => AuditMethodType, { description: 'How the actors were authenticated.' })
   method!: AuditMethodType;
 
-  @Field(() => AuditReferenceType)
+  @Field(() => AuditReferenceType, { description: 'The top-level resource the change belongs to, e.g. the user whose delegation was revoked (a snapshot).' })
   rootResource!: AuditReferenceType;
 
   @Field({ description: 'What was done, e.g. create, update, delete, revoke, sign_in.' })
   action!: string;
 
-  @Field(() => AuditDetailsType)
+  @Field(() => AuditDetailsType, { description: 'What changed.' })
   details!: AuditDetailsType;
 }
 

@@ -36,7 +36,7 @@ class NotificationSubscriptionsPageArgs {
 
 @ArgsType()
 class UserNotificationSubscriptionsArgs extends NotificationSubscriptionsPageArgs {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The user whose subscriptions to list.' })
   userId!: string;
 }
 
@@ -111,7 +111,7 @@ export class NotificationSubscriptionsResolver {
       + 'The user themself or can_update_user.',
   })
   async createNotificationSubscriptions(
-    @Arg('input', () => CreateNotificationSubscriptionsInput) input: CreateNotificationSubscriptionsInput,
+    @Arg('input', () => CreateNotificationSubscriptionsInput, { description: 'What to change: see the input type.' }) input: CreateNotificationSubscriptionsInput,
     @Ctx() context: Context,
   ): Promise<CreateNotificationSubscriptionsPayload> {
     const { attempts, created } = await notificationSubscriptionsService(context).subscribe(input.userId, input.subscribables);
@@ -123,7 +123,7 @@ export class NotificationSubscriptionsResolver {
     description: 'Unsubscribes a user from 1 to 100 distinct entities in one transaction and counts the outcomes. The user themself or can_update_user.',
   })
   async removeNotificationSubscriptions(
-    @Arg('input', () => RemoveNotificationSubscriptionsInput) input: RemoveNotificationSubscriptionsInput,
+    @Arg('input', () => RemoveNotificationSubscriptionsInput, { description: 'What to change: see the input type.' }) input: RemoveNotificationSubscriptionsInput,
     @Ctx() context: Context,
   ): Promise<RemoveNotificationSubscriptionsPayload> {
     const { removed, ...counts } = await notificationSubscriptionsService(context).unsubscribe(input.userId, input.subscribables);
@@ -160,7 +160,7 @@ export class NotificationSubscriptionFieldsResolver {
     return subscription.userId;
   }
 
-  @FieldResolver(() => NotificationSubscriberTypeEnum)
+  @FieldResolver(() => NotificationSubscriberTypeEnum, { description: 'Always USER.' })
   subscriberType(): 'user' {
     return 'user';
   }
@@ -170,7 +170,7 @@ export class NotificationSubscriptionFieldsResolver {
     return subscription.subscribableId;
   }
 
-  @FieldResolver(() => NotificationSubscribableTypeEnum)
+  @FieldResolver(() => NotificationSubscribableTypeEnum, { description: 'The entity\'s kind.' })
   subscribableType(@Root() subscription: SubscriptionRow): SubscribableType {
     return subscription.subscribableType;
   }

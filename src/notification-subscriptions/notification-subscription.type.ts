@@ -12,6 +12,10 @@ export const NotificationSubscribableTypeEnum = {
 
 registerEnumType(NotificationSubscribableTypeEnum, {
   name: 'NotificationSubscribableType',
+  valuesConfig: {
+    INCIDENT: { description: 'An incident.' },
+    BUSINESS_SERVICE: { description: 'A business service.' },
+  },
   description: 'The kind of entity a user may subscribe to.',
 });
 
@@ -19,6 +23,9 @@ export const NotificationSubscriberTypeEnum = { USER: 'user' } as const;
 
 registerEnumType(NotificationSubscriberTypeEnum, {
   name: 'NotificationSubscriberType',
+  valuesConfig: {
+    USER: { description: 'A user.' },
+  },
   description: 'The kind of subscriber; users are the only subscribers for now.',
 });
 
@@ -52,22 +59,22 @@ export const NotificationSubscriptionConnection = connectionType<SubscriptionRow
 
 @ObjectType({ description: 'The outcome of subscribing one user to one entity.' })
 export class NotificationSubscriptionAttempt {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The user\'s id.' })
   subscriberId!: string;
 
-  @Field(() => NotificationSubscriberTypeEnum)
+  @Field(() => NotificationSubscriberTypeEnum, { description: 'Always USER.' })
   subscriberType!: 'user';
 
   @Field({ description: 'The public id of the entity, as given.' })
   subscribableId!: string;
 
-  @Field(() => NotificationSubscribableTypeEnum)
+  @Field(() => NotificationSubscribableTypeEnum, { description: 'The entity\'s kind, as given.' })
   subscribableType!: SubscribableType;
 
   @Field(() => ID, { description: 'The subscriber\'s account.' })
   accountId!: string;
 
-  @Field(() => NotificationSubscriptionResultEnum)
+  @Field(() => NotificationSubscriptionResultEnum, { description: 'What the call did for this entity.' })
   result!: SubscriptionResult;
 }
 

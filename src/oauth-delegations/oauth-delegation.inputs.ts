@@ -6,7 +6,7 @@ import { OAuthDelegationObject, OAuthDelegationTypeEnum } from './oauth-delegati
 
 @InputType({ description: 'Signs a user out of apps: revokes every ISSUED delegation of the user of these types.' })
 export class DeleteOAuthDelegationsInput {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The user to sign out.' })
   userId!: string;
 
   @Field(() => [OAuthDelegationTypeEnum], { description: 'MOBILE (sign out of the mobile app) and/or WEB (sign out of the web app); INTEGRATION is refused.' })
@@ -27,7 +27,7 @@ export class DeleteOAuthDelegationsPayload {
 
 @InputType({ description: 'Revokes one delegation of a user, of any type: a mobile or web sign-in, a third-party app\'s grant (INTEGRATION acting as the user), an operator-issued token.' })
 export class RevokeOAuthDelegationInput {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The delegation\'s user.' })
   userId!: string;
 
   @Field(() => ID, { description: 'The delegation; it must be that user\'s (else NOT_FOUND).' })

@@ -52,7 +52,7 @@ class DelegationPageArgs {
 
 @ArgsType()
 class UserDelegationPageArgs extends DelegationPageArgs {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The user whose delegations to list.' })
   userId!: string;
 }
 
@@ -104,8 +104,8 @@ export class OAuthDelegationResolver {
     description: 'One delegation; with `userId`, it must be that user\'s (else NOT_FOUND). The user themself or can_update_user.',
   })
   oauthDelegation(
-    @Arg('id', () => ID) id: string,
-    @Arg('userId', () => ID, { nullable: true }) userId: string | null | undefined,
+    @Arg('id', () => ID, { description: 'The delegation\'s id.' }) id: string,
+    @Arg('userId', () => ID, { nullable: true, description: 'The user it must belong to.' }) userId: string | null | undefined,
     @Ctx() context: Context,
   ): Promise<OAuthDelegation> {
     return oauthDelegationsService(context).get(id, userId ?? undefined);
@@ -128,7 +128,7 @@ export class OAuthDelegationResolver {
       + 'their tokens are refused from the next request on. The user themself or can_update_user.',
   })
   async deleteOAuthDelegations(
-    @Arg('input', () => DeleteOAuthDelegationsInput) input: DeleteOAuthDelegationsInput,
+    @Arg('input', () => DeleteOAuthDelegationsInput, { description: 'What to change: see the input type.' }) input: DeleteOAuthDelegationsInput,
     @Ctx() context: Context,
   ): Promise<DeleteOAuthDelegationsPayload> {
     const revoked = await oauthDelegationsService(context).revoke(input.userId, input.types);
@@ -143,7 +143,7 @@ export class OAuthDelegationResolver {
       + 'before answering: its access and refresh tokens are refused from the next request on. The user themself or can_update_user.',
   })
   async revokeOAuthDelegation(
-    @Arg('input', () => RevokeOAuthDelegationInput) input: RevokeOAuthDelegationInput,
+    @Arg('input', () => RevokeOAuthDelegationInput, { description: 'What to change: see the input type.' }) input: RevokeOAuthDelegationInput,
     @Ctx() context: Context,
   ): Promise<RevokeOAuthDelegationPayload> {
     return { oauthDelegation: await oauthDelegationsService(context).revokeOne(input.userId, input.id) };

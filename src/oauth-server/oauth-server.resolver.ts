@@ -19,42 +19,48 @@ export const OAuthAppKindEnum = {
 
 registerEnumType(OAuthAppKindEnum, {
   name: 'OAuthAppKind',
+  valuesConfig: {
+    WEB: { description: 'The first-party web app (confidential client).' },
+    MOBILE: { description: 'The first-party mobile app (public client, PKCE).' },
+    THIRD_PARTY: { description: 'A third-party app acting as users who consent.' },
+    INTEGRATION: { description: 'An integration acting for the account (client credentials).' },
+  },
   description: 'MOBILE: public client (PKCE, no secret). WEB: first-party confidential client. THIRD_PARTY: confidential, users consent. INTEGRATION: acts for the account (client credentials).',
 });
 
 @ObjectType('OAuthApp', { description: 'An app registered with the authorization server (an OAuth client of the account). Its secret is never shown again.' })
 export class OAuthAppObject implements Partial<Record<keyof OAuthApp, unknown>> {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The OAuth client id.' })
   clientId!: string;
 
-  @Field()
+  @Field({ description: 'The app\'s name, shown on the consent page.' })
   name!: string;
 
-  @Field(() => OAuthAppKindEnum)
+  @Field(() => OAuthAppKindEnum, { description: 'What kind of app it is, which decides its flows.' })
   kind!: AppKind;
 
-  @Field(() => [String])
+  @Field(() => [String], { description: 'The exact redirect URIs the app may use.' })
   redirectUris!: string[];
 
   @Field({ description: 'The scopes the app may ask for, space-separated.' })
   scope!: string;
 
-  @Field(() => DateTimeResolver)
+  @Field(() => DateTimeResolver, { description: 'When the app was registered.' })
   createdAt!: Date;
 }
 
 @InputType({ description: 'The current password proves it is the user; the new one replaces it.' })
 export class ChangeMyPasswordInput {
   @MaxLength(PASSWORD_MAX_LENGTH)
-  @Field()
+  @Field({ description: 'The password in use now (BAD_USER_INPUT with code INCORRECT when wrong).' })
   currentPassword!: string;
 
   @MaxLength(PASSWORD_MAX_LENGTH)
-  @Field()
+  @Field({ description: 'The new password (its length bounds are in the error when it is refused).' })
   newPassword!: string;
 }
 
-@ObjectType()
+@ObjectType({ description: 'What changeMyPassword did.' })
 export class ChangeMyPasswordPayload {
   @Field({ description: 'True once the new password is in place.' })
   changed!: boolean;
@@ -76,7 +82,7 @@ export class OAuthServerResolver {
       + '(BAD_USER_INPUT with extensions.fields code INCORRECT at input.currentPassword when wrong; wrong ones count against the sign-in form\'s limits, RATE_LIMITED past them). A change revokes the user\'s other sign-in '
       + 'sessions and OAuth delegations (not the API keys).',
   })
-  async changeMyPassword(@Arg('input', () => ChangeMyPasswordInput) input: ChangeMyPasswordInput, @Ctx() context: Context): Promise<ChangeMyPasswordPayload> {
+  async changeMyPassword(@Arg('input', () => ChangeMyPasswordInput, { description: 'What to change: see the input type.' }) input: ChangeMyPasswordInput, @Ctx() context: Context): Promise<ChangeMyPasswordPayload> {
     const principal = requirePrincipal(context);
     if (!isUserPrincipal(principal)) throw new InvalidInputError('this credential acts for the account, not a user: there is no own password to change');
     await changeOwnPassword({

@@ -19,22 +19,22 @@ export class SsoIdentityProviderObject {
   @Field({ description: 'When true, a user the provider vouches for and this account lacks is created (role user).' })
   jit!: boolean;
 
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { description: 'OIDC: the identity provider\'s issuer URL.', nullable: true })
   oidcIssuer!: string | null;
 
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { description: 'OIDC: this service\'s client id at the identity provider.', nullable: true })
   oidcClientId!: string | null;
 
   @Field({ description: 'Whether an OIDC client secret is stored (sealed; never shown).' })
   oidcClientSecretStored!: boolean;
 
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { description: 'SAML: the identity provider\'s entity id.', nullable: true })
   samlIdpEntityId!: string | null;
 
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { description: 'SAML: the identity provider\'s single sign-on URL.', nullable: true })
   samlSsoUrl!: string | null;
 
-  @Field(() => DateTimeResolver)
+  @Field(() => DateTimeResolver, { description: 'When the configuration was last changed.' })
   updatedAt!: Date;
 }
 
@@ -56,12 +56,12 @@ export class SsoServiceProviderObject {
   samlMetadataXml!: string;
 }
 
-@ObjectType('SingleSignOn')
+@ObjectType('SingleSignOn', { description: 'The account\'s single sign-on: its identity provider and this service provider\'s own settings.' })
 export class SingleSignOnObject {
   @Field(() => SsoIdentityProviderObject, { nullable: true, description: 'Null when the account has no identity provider.' })
   identityProvider!: SsoIdentityProviderObject | null;
 
-  @Field(() => SsoServiceProviderObject)
+  @Field(() => SsoServiceProviderObject, { description: 'This service\'s settings, to enter at the identity provider.' })
   serviceProvider!: SsoServiceProviderObject;
 }
 

@@ -79,7 +79,7 @@ export class UserResolver {
 
   @Authorized<Requirement>('users.read')
   @Query(() => UserType, { description: 'A user of the account; NOT_FOUND for deleted users and other accounts\' ids.' })
-  user(@Arg('id', () => ID) id: string, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UserRow> {
+  user(@Arg('id', () => ID, { description: 'The user\'s id.' }) id: string, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UserRow> {
     return userReads(context).get(id, selectedFieldNames(info));
   }
 
@@ -103,26 +103,26 @@ export class UserResolver {
   }
 
   @Authorized<Requirement>('users.write', 'write', 'can_update_user')
-  @Mutation(() => CreateUserPayload)
-  async createUser(@Arg('input', () => CreateUserInput) input: CreateUserInput, @Ctx() context: Context): Promise<CreateUserPayload> {
+  @Mutation(() => CreateUserPayload, { description: 'Creates a user of the account. can_update_user.' })
+  async createUser(@Arg('input', () => CreateUserInput, { description: 'What to change: see the input type.' }) input: CreateUserInput, @Ctx() context: Context): Promise<CreateUserPayload> {
     return { user: await usersService(context).create(input) };
   }
 
   @Authorized<Requirement>('users.write', 'write')
   @Mutation(() => UpdateUserPayload, { description: 'Users may change their own profile (not their role); can_update_user changes anyone.' })
-  async updateUser(@Arg('input', () => UpdateUserInput) input: UpdateUserInput, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UpdateUserPayload> {
+  async updateUser(@Arg('input', () => UpdateUserInput, { description: 'What to change: see the input type.' }) input: UpdateUserInput, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UpdateUserPayload> {
     return { user: await usersService(context).update(input, selectedFieldNames(info, ['user'])) };
   }
 
   @Authorized<Requirement>('users.write', 'write')
   @Mutation(() => UpdateUsersPayload, { description: 'All or nothing: one invalid element fails the whole call and changes nothing.' })
-  async updateUsers(@Arg('input', () => UpdateUsersInput) input: UpdateUsersInput, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UpdateUsersPayload> {
+  async updateUsers(@Arg('input', () => UpdateUsersInput, { description: 'What to change: see the input type.' }) input: UpdateUsersInput, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UpdateUsersPayload> {
     return { users: await usersService(context).updateMany(input.users, selectedFieldNames(info, ['users'])) };
   }
 
   @Authorized<Requirement>('users.write', 'write', 'can_update_user')
   @Mutation(() => DeleteUserPayload, { description: 'Revokes the user\'s keys and delegations, invalidates the calendar key and removes subscriptions, in one transaction.' })
-  async deleteUser(@Arg('input', () => DeleteUserInput) input: DeleteUserInput, @Ctx() context: Context): Promise<DeleteUserPayload> {
+  async deleteUser(@Arg('input', () => DeleteUserInput, { description: 'What to change: see the input type.' }) input: DeleteUserInput, @Ctx() context: Context): Promise<DeleteUserPayload> {
     await usersService(context).delete(input.id);
     return { deletedUserId: input.id };
   }

@@ -36,6 +36,7 @@ export type AccessRevocationReason =
   /** The credential's user was suspended. */
   | 'USER_SUSPENDED';
 
+/** What an `auditRecordAdded` event says. */
 export type AuditRecordAddedKind =
   /** A record was appended (`record`). */
   | 'ADDED'
@@ -56,13 +57,17 @@ export type AuditRecordFilter = {
   methodType: InputMaybe<Scalars['String']['input']>;
   /** Plural resource types of the root resource, e.g. `users`. */
   rootResourceTypes: InputMaybe<Array<Scalars['String']['input']>>;
+  /** Start of the window; default 24 hours before `until`. */
   since: InputMaybe<Scalars['DateTime']['input']>;
+  /** End of the window (at most 31 days after `since`); default now. */
   until: InputMaybe<Scalars['DateTime']['input']>;
 };
 
 /** The current password proves it is the user; the new one replaces it. */
 export type ChangeMyPasswordInput = {
+  /** The password in use now (BAD_USER_INPUT with code INCORRECT when wrong). */
   currentPassword: Scalars['String']['input'];
+  /** The new password (its length bounds are in the error when it is refused). */
   newPassword: Scalars['String']['input'];
 };
 
@@ -70,6 +75,7 @@ export type ChangeMyPasswordInput = {
 export type CreateNotificationSubscriptionsInput = {
   /** 1 to 100 entities, none twice. */
   subscribables: Array<NotificationSubscribableInput>;
+  /** The user to subscribe. */
   userId: Scalars['ID']['input'];
 };
 
@@ -77,7 +83,9 @@ export type CreateNotificationSubscriptionsInput = {
 export type CreateUserInput = {
   /** False creates the user suspended. Defaults to true. */
   active: InputMaybe<Scalars['Boolean']['input']>;
+  /** The color the user is shown with (a color name); default set by the account. */
   color: InputMaybe<Scalars['String']['input']>;
+  /** A free-text bio, at most 1024 characters. */
   description: InputMaybe<Scalars['String']['input']>;
   /** 6 to 100 characters, unique in the account ignoring case. */
   email: Scalars['EmailAddress']['input'];
@@ -87,6 +95,7 @@ export type CreateUserInput = {
   jobTitle: InputMaybe<Scalars['String']['input']>;
   /** At most 100 characters. */
   name: Scalars['String']['input'];
+  /** The user's role; default USER; OWNER cannot be assigned. */
   role: InputMaybe<UserRole>;
   /** Defaults to the account's time zone. */
   timeZone: InputMaybe<Scalars['TimeZone']['input']>;
@@ -96,10 +105,13 @@ export type CreateUserInput = {
 export type DeleteOAuthDelegationsInput = {
   /** MOBILE (sign out of the mobile app) and/or WEB (sign out of the web app); INTEGRATION is refused. */
   types: Array<OAuthDelegationType>;
+  /** The user to sign out. */
   userId: Scalars['ID']['input'];
 };
 
+/** The user to delete. */
 export type DeleteUserInput = {
+  /** The user to delete. */
   id: Scalars['ID']['input'];
 };
 
@@ -107,16 +119,20 @@ export type DeleteUserInput = {
 export type NotificationSubscribableInput = {
   /** The entity's public id (e.g. "PD1234"); at most 255 characters. */
   subscribableId: Scalars['String']['input'];
+  /** The entity's kind. */
   subscribableType: NotificationSubscribableType;
 };
 
 /** The kind of entity a user may subscribe to. */
 export type NotificationSubscribableType =
+  /** A business service. */
   | 'BUSINESS_SERVICE'
+  /** An incident. */
   | 'INCIDENT';
 
 /** The kind of subscriber; users are the only subscribers for now. */
 export type NotificationSubscriberType =
+  /** A user. */
   | 'USER';
 
 /** What a subscribe call did for one entity. */
@@ -130,22 +146,32 @@ export type NotificationSubscriptionResult =
 
 /** MOBILE: public client (PKCE, no secret). WEB: first-party confidential client. THIRD_PARTY: confidential, users consent. INTEGRATION: acts for the account (client credentials). */
 export type OAuthAppKind =
+  /** An integration acting for the account (client credentials). */
   | 'INTEGRATION'
+  /** The first-party mobile app (public client, PKCE). */
   | 'MOBILE'
+  /** A third-party app acting as users who consent. */
   | 'THIRD_PARTY'
+  /** The first-party web app (confidential client). */
   | 'WEB';
 
 /** An issued delegation's token works until it expires; a revoked one's never again. */
 export type OAuthDelegationStatus =
+  /** In force: its tokens work until they expire. */
   | 'ISSUED'
+  /** Ended: its tokens are refused. */
   | 'REVOKED';
 
 /** What the delegation authorizes: a web app session, the mobile app, or an integration (chat or third-party app). */
 export type OAuthDelegationType =
+  /** An integration: a chat or third-party app (acting as a user or for the account). */
   | 'INTEGRATION'
+  /** A sign-in to the mobile app. */
   | 'MOBILE'
+  /** A sign-in to the web app. */
   | 'WEB';
 
+/** The user whose calendar key is replaced. */
 export type RegenerateUserCalendarKeyInput = {
   /** The user whose calendar key is replaced: yourself, or anyone with can_update_user. */
   userId: Scalars['ID']['input'];
@@ -155,6 +181,7 @@ export type RegenerateUserCalendarKeyInput = {
 export type RemoveNotificationSubscriptionsInput = {
   /** 1 to 100 entities, none twice. */
   subscribables: Array<NotificationSubscribableInput>;
+  /** The user to unsubscribe. */
   userId: Scalars['ID']['input'];
 };
 
@@ -162,6 +189,7 @@ export type RemoveNotificationSubscriptionsInput = {
 export type RevokeOAuthDelegationInput = {
   /** The delegation; it must be that user's (else NOT_FOUND). */
   id: Scalars['ID']['input'];
+  /** The delegation's user. */
   userId: Scalars['ID']['input'];
 };
 
@@ -169,27 +197,35 @@ export type RevokeOAuthDelegationInput = {
 export type UpdateUserInput = {
   /** false suspends the user (needs can_update_user; not the owner): in the same transaction every delegation, OAuth grant, API key and sign-in session of theirs is revoked and their calendar key stops working. true lets them sign in again; nothing revoked comes back. */
   active: InputMaybe<Scalars['Boolean']['input']>;
+  /** The new color name. */
   color: InputMaybe<Scalars['String']['input']>;
   /** null clears it. */
   description: InputMaybe<Scalars['String']['input']>;
+  /** The new email, unique in the account ignoring case. */
   email: InputMaybe<Scalars['EmailAddress']['input']>;
   /** The `User.version` this change was based on; if the user changed since, nothing is written (CONFLICT). */
   expectedVersion: InputMaybe<Scalars['String']['input']>;
   /** The identity provider's id; null clears it. */
   externalId: InputMaybe<Scalars['String']['input']>;
+  /** The user to change. */
   id: Scalars['ID']['input'];
   /** null clears it. */
   jobTitle: InputMaybe<Scalars['String']['input']>;
+  /** The new name, 1 to 100 characters. */
   name: InputMaybe<Scalars['String']['input']>;
+  /** The new role (can_update_user only; never OWNER, never the owner's). */
   role: InputMaybe<UserRole>;
+  /** The new IANA time zone. */
   timeZone: InputMaybe<Scalars['TimeZone']['input']>;
 };
 
 /** Up to 100 user changes, applied all or nothing. */
 export type UpdateUsersInput = {
+  /** 1 to 100 changes, each to a different user. */
   users: Array<UpdateUserInput>;
 };
 
+/** What happened to a user followed by `userChanged`. */
 export type UserChangeKind =
   /** Another change of the user. */
   | 'CHANGED'
@@ -204,20 +240,31 @@ export type UserChangeKind =
 
 /** Users holding every value given here (at least one); the email is compared ignoring case. Each is one index look-up. */
 export type UserMatchInput = {
+  /** An email, compared ignoring case. */
   email: InputMaybe<Scalars['String']['input']>;
+  /** The identity provider's id of the user. */
   externalId: InputMaybe<Scalars['String']['input']>;
+  /** A user id. */
   id: InputMaybe<Scalars['ID']['input']>;
 };
 
 /** A user's role; `OWNER` and `ADMIN` hold can_update_user. Nobody can be made `OWNER` through the API. */
 export type UserRole =
+  /** Manages users and the account. */
   | 'ADMIN'
+  /** A responder with fewer rights. */
   | 'LIMITED_USER'
+  /** Sees, without acting. */
   | 'OBSERVER'
+  /** The account's owner: everything, and cannot be changed through the API. */
   | 'OWNER'
+  /** Sees what a limited user does, changes nothing. */
   | 'READ_ONLY_LIMITED_USER'
+  /** Sees everything a user does, changes nothing. */
   | 'READ_ONLY_USER'
+  /** Sees only what they are given. */
   | 'RESTRICTED_ACCESS'
+  /** A responder who may change what they are responsible for. */
   | 'USER';
 
 export type RestAuditReferenceFieldsFragment = { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string };
