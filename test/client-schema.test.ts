@@ -22,6 +22,54 @@ describe('the schema and wire a client cache can rely on', () => {
     await h?.close();
   });
 
+  test('schema walk: every type, field, argument and enum value is described; every field of a user page and its connections resolves for an allowed caller', async () => {
+    const { data } = await h.graphql(`{ __schema { types { name kind description
+      fields(includeDeprecated: true) { name description args { name description } type { kind name ofType { kind name ofType { kind name ofType { kind name } } } } }
+      inputFields { name description } enumValues(includeDeprecated: true) { name description } } } }`);
+    type Named = { name: string; description: string | null };
+    type TypeRef = { kind: string; name: string | null; ofType: TypeRef | null };
+    type Field = Named & { args: Named[]; type: TypeRef };
+    type Type = Named & { kind: string; fields: Field[] | null; inputFields: Named[] | null; enumValues: Named[] | null };
+    const types = (data.__schema.types as Type[]).filter((type) => !type.name.startsWith('__') && !['String', 'Int', 'Float', 'Boolean', 'ID'].includes(type.name));
+    const undescribed: string[] = [];
+    for (const type of types) {
+      if (!type.description) undescribed.push(type.name);
+      for (const field of [...(type.fields ?? []), ...(type.inputFields ?? [])]) {
+        if (!field.description) undescribed.push(`${type.name}.${field.name}`);
+        for (const arg of (field as Field).args ?? []) if (!arg.description) undescribed.push(`${type.name}.${field.name}(${arg.name})`);
+      }
+      for (const value of type.enumValues ?? []) if (!value.description) undescribed.push(`${type.name}.${value.name}`);
+    }
+    expect(undescribed).toEqual([]);
+
+    // Every field of User, and of the nodes of its connections, selected at once by an allowed
+    // caller (the account's full key) on a user with a delegation and a subscription: no errors.
+    const byName = new Map(types.map((type) => [type.name, type]));
+    const named = (ref: TypeRef): TypeRef => (ref.ofType ? named(ref.ofType) : ref);
+    const leaves = (typeName: string) => (byName.get(typeName)!.fields ?? [])
+      .filter((field) => ['SCALAR', 'ENUM'].includes(named(field.type).kind) && field.args.every((arg) => arg.name !== 'id'))
+      .map((field) => field.name).join(' ');
+    const userFields = byName.get('User')!.fields!;
+    const selections = userFields.map((field) => {
+      const type = byName.get(named(field.type).name!);
+      if (type?.kind !== 'OBJECT') return field.name;
+      const nodes = type.fields?.find((candidate) => candidate.name === 'nodes');
+      if (!nodes) return `${field.name} { ${leaves(type.name)} }`;
+      const counted = type.fields!.some((candidate) => candidate.name === 'totalCount') ? 'totalCount' : '';
+      return `${field.name} { ${counted} pageInfo { ${leaves('PageInfo')} } edges { cursor } nodes { ${leaves(named(nodes.type).name!)} } }`;
+    });
+    const user = await h.createUser(account);
+    await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: user.id, type: 'mobile', scopes: 'users.read' }));
+    const { register } = subscriptionFixtures(() => h);
+    await register(account, 'incident', `PWALK${user.id.slice(-3)}`, 'Walked');
+    await h.graphql('mutation($input: CreateNotificationSubscriptionsInput!) { createNotificationSubscriptions(input: $input) { subscriptions { result } } }', { input: { userId: user.id, subscribables: [{ subscribableType: 'INCIDENT', subscribableId: `PWALK${user.id.slice(-3)}` }] } }, account.key);
+    const walked = await h.graphql(`query($id: ID!) { user(id: $id) { ${selections.join(' ')} } viewerless: users(first: 2) { totalCount nodes { id } } }`, { id: user.id }, account.key);
+    expect(walked.errors).toBeUndefined();
+    for (const field of userFields) expect(walked.data.user).toHaveProperty(field.name);
+    expect(walked.data.user.oauthDelegations.nodes).toHaveLength(1);
+    expect(walked.data.user.notificationSubscriptions.nodes).toHaveLength(1);
+  });
+
   test('no connection declares a field that always errors: AuditRecordConnection has no totalCount; the others count', async () => {
     const introspection = await h.graphql('{ __type(name: "AuditRecordConnection") { fields { name } } }');
     expect(introspection.data.__type.fields.map((field: { name: string }) => field.name).sort()).toEqual(['edges', 'nodes', 'pageInfo']);
