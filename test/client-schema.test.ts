@@ -1,4 +1,7 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import supertest from 'supertest';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
 import { issueDelegation } from '../src/oauth-delegations/oauth-delegation.service.js';
@@ -311,5 +314,36 @@ describe('the rate limit answers GraphQL clients in their media type', () => {
     expect(limited.headers['content-type']).toBe('application/graphql-response+json; charset=utf-8');
     expect(limited.headers['retry-after']).toBeDefined();
     expect(JSON.parse(limited.text).errors[0].extensions).toMatchObject({ code: 'RATE_LIMITED' });
+  });
+});
+
+describe('GRAPHQL_TRUSTED_DOCUMENTS: only the manifest\'s operations run', () => {
+  const listed = 'query Viewerless { users(first: 1) { totalCount } }';
+  const id = createHash('sha256').update(listed).digest('hex');
+  let h: Harness;
+  beforeAll(async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'trusted-')), 'manifest.json');
+    fs.writeFileSync(file, JSON.stringify({ format: 'apollo-persisted-query-manifest', version: 1, operations: [{ id, name: 'Viewerless', type: 'query', body: listed }] }));
+    h = await startHarness({ settings: { graphqlTrustedDocuments: file } });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  test('listed operations run by id or by their text; any other document is PERSISTED_QUERY_NOT_FOUND; REST keeps working', async () => {
+    const account = await h.createAccount();
+    const post = (body: object) => supertest(h.app).post('/graphql').set({ 'Content-Type': 'application/json', Accept: APOLLO_ACCEPT, ...authorization(account.key) }).send(body);
+    const byId = await post({ extensions: { persistedQuery: { version: 1, sha256Hash: id } } });
+    expect([byId.status, JSON.parse(byId.text).data]).toEqual([200, { users: { totalCount: 1 } }]);
+    const byText = await post({ query: listed });
+    expect(JSON.parse(byText.text).data).toEqual({ users: { totalCount: 1 } });
+    for (const body of [{ query: '{ users(first: 1) { totalCount } }' }, { extensions: { persistedQuery: { version: 1, sha256Hash: 'a'.repeat(64) } } }]) {
+      const refused = await post(body);
+      expect(refused.headers['content-type']).toBe('application/graphql-response+json; charset=utf-8');
+      expect(JSON.parse(refused.text).errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+      expect(JSON.parse(refused.text).data).toBeUndefined();
+    }
+    // The REST face runs its own documents, not through /graphql.
+    expect((await h.rest('get', '/users', { key: account.key })).status).toBe(200);
   });
 });

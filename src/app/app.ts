@@ -15,6 +15,7 @@ import { createContext, type Context } from '../graphql/context.js';
 import { classifyError } from '../graphql/errors.js';
 import { sendGraphQLError } from '../graphql/error-response.js';
 import { RateLimitedError } from '../errors/domain-errors.js';
+import { readTrustedDocuments, trustedDocumentsOnly } from './trusted-documents.js';
 import { answerRefusedRequestsWithEnvelope, screenGraphQLRequest, requestRejection } from './hostile-requests.js';
 import { CursorCodec } from '../graphql/cursor.js';
 import { buildAppSchema } from '../graphql/schema.js';
@@ -44,7 +45,7 @@ export type AppSettings = Pick<
   'publicApiUrl' | 'publicWebUrl' | 'publicFeedUrl' | 'apiVendor' | 'introspection' | 'landingPage' | 'corsOrigins' | 'graphqlMaxDepth' | 'graphqlMaxCost'
 > &
   /** Unset: the document is served, the page is not; no proxy is trusted. */
-  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'trustProxy' | 'auditRetentionDays'>>;
+  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'trustProxy' | 'auditRetentionDays' | 'graphqlTrustedDocuments'>>;
 
 export interface AppOptions {
   settings: AppSettings;
@@ -127,6 +128,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   const outages = throttledWarning(logger, options.outageLogIntervalMs);
   const idempotencyStore = new IdempotencyStore(database);
   const idempotency = { store: idempotencyStore, sealingKey: deriveKey(options.serverSecret, 'idempotency-responses'), logger };
+  // Read at start: a manifest that cannot be read stops the server rather than serving without it.
+  const trustedDocuments = settings.graphqlTrustedDocuments ? readTrustedDocuments(settings.graphqlTrustedDocuments) : undefined;
   const apollo = createApolloServer({
     schema,
     logger,
@@ -278,6 +281,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       graphqlOperationScope(),
       express.json({ limit: '1mb' }),
       screenGraphQLRequest,
+      ...(trustedDocuments ? [trustedDocumentsOnly(trustedDocuments)] : []),
       idempotentWrites('graphql', idempotency),
       apolloHttpHandler(apollo, { context: async ({ res }) => res.locals.context as Context }),
     ),

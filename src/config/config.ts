@@ -79,6 +79,8 @@ export interface AppConfig {
   landingPage: boolean;
   graphqlMaxDepth: number;
   graphqlMaxCost: number;
+  /** An Apollo persisted-query manifest: `/graphql` then runs only its operations. Unset: any operation. */
+  graphqlTrustedDocuments?: string;
   /** PostgreSQL only: any statement running longer is cancelled and the request answered 503. */
   databaseStatementTimeoutMs: number;
   /** Audit records older than this many days are purged (by the server as it goes, and `accessctl audit purge`). */
@@ -268,6 +270,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     landingPage: boolean('GRAPHQL_LANDING_PAGE', !production),
     graphqlMaxDepth: integer('GRAPHQL_MAX_DEPTH', 12, 1, 100),
     graphqlMaxCost: integer('GRAPHQL_MAX_COST', DEFAULT_MAX_COST, 1, 10_000_000),
+    graphqlTrustedDocuments: read('GRAPHQL_TRUSTED_DOCUMENTS') || undefined,
     shutdownDrainMs: integer('SHUTDOWN_DRAIN_MS', 5_000, 0, 300_000),
     shutdownGraceMs: integer('SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
     databasePoolTimeoutMs: integer('DATABASE_POOL_TIMEOUT_MS', 3_000, 100, 120_000),
