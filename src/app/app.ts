@@ -14,9 +14,10 @@ import { deriveKey } from '../auth/server-secret.js';
 import { createApolloServer } from '../graphql/apollo.js';
 import { apolloHttpHandler } from '../graphql/http-handler.js';
 import { createContext, type Context } from '../graphql/context.js';
-import { classifyError, graphqlErrorBody } from '../graphql/errors.js';
-import { ERROR_TABLE } from '../errors/error-table.js';
+import { classifyError } from '../graphql/errors.js';
+import { sendGraphQLError } from '../graphql/error-response.js';
 import { RateLimitedError } from '../errors/domain-errors.js';
+import { readTrustedDocuments, trustedDocumentsOnly } from './trusted-documents.js';
 import { answerRefusedRequestsWithEnvelope, screenGraphQLRequest, requestRejection } from './hostile-requests.js';
 import { CursorCodec } from '../graphql/cursor.js';
 import { buildAppSchema } from '../graphql/schema.js';
@@ -46,7 +47,7 @@ export type AppSettings = Pick<
   'publicApiUrl' | 'publicWebUrl' | 'publicFeedUrl' | 'apiVendor' | 'introspection' | 'landingPage' | 'corsOrigins' | 'graphqlMaxDepth' | 'graphqlMaxCost'
 > &
   /** Unset: the document is served, the page is not; no proxy is trusted. */
-  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'trustProxy' | 'auditRetentionDays' | 'nodeEnv'>>;
+  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'trustProxy' | 'auditRetentionDays' | 'nodeEnv' | 'graphqlTrustedDocuments'>>;
 
 export interface AppOptions {
   settings: AppSettings;
@@ -132,6 +133,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   const outages = throttledWarning(logger, options.outageLogIntervalMs);
   const idempotencyStore = new IdempotencyStore(database);
   const idempotency = { store: idempotencyStore, sealingKey: deriveKey(options.serverSecret, 'idempotency-responses'), logger };
+  // Read at start: a manifest that cannot be read stops the server rather than serving without it.
+  const trustedDocuments = settings.graphqlTrustedDocuments ? readTrustedDocuments(settings.graphqlTrustedDocuments) : undefined;
   const apollo = createApolloServer({
     schema,
     logger,
@@ -272,7 +275,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       res.set('Retry-After', String(decision.resetSeconds));
       const detail = `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${decision.resetSeconds} seconds.`;
       if (req.path === '/graphql') {
-        return sendJson(res, 429, graphqlErrorBody('rate_limited', detail));
+        return sendGraphQLError(res, 'rate_limited', detail);
       }
       if (isScimPath(req.path)) return scimFaceRoutes.fail(res, new RateLimitedError(decision.resetSeconds));
       sendError(res, 'rate_limited', 'Rate Limit Exceeded', [detail]);
@@ -290,6 +293,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       graphqlOperationScope(),
       express.json({ limit: '1mb' }),
       screenGraphQLRequest,
+      ...(trustedDocuments ? [trustedDocumentsOnly(trustedDocuments)] : []),
       idempotentWrites('graphql', idempotency),
       apolloHttpHandler(apollo, { context: async ({ res }) => res.locals.context as Context }),
     ),
@@ -312,14 +316,14 @@ export async function createApp(options: AppOptions): Promise<App> {
     const rejection = requestRejection(error);
     if (rejection) {
       const { kind, detail } = rejection;
-      if (graphql) return sendJson(res, ERROR_TABLE[kind].httpStatus, graphqlErrorBody(kind, detail));
+      if (graphql) return sendGraphQLError(res, kind, detail);
       return sendError(res, kind, kind === 'invalid_input' ? 'Invalid Input Provided' : 'Unsupported Media Type', [detail]);
     }
     // Authentication, idempotency and the rate limit read the database too: an outage there is a 503 like anywhere else.
     if (classifyError(error).kind === 'unavailable') return answerUnavailable(req, res, error, outages);
     logger.error({ err: error, requestId: res.locals.requestId, path: redactPath(req.originalUrl) }, 'unhandled error');
     if (graphql) {
-      return sendJson(res, 500, graphqlErrorBody('internal', 'Internal server error', { requestId: res.locals.requestId }));
+      return sendGraphQLError(res, 'internal', 'Internal server error', { requestId: res.locals.requestId });
     }
     sendError(res, 'internal', 'Internal Server Error', [`Quote request id ${res.locals.requestId} when reporting this error.`]);
   });
@@ -383,7 +387,7 @@ function answerUnavailable(req: Request, res: Response, error: unknown, outages:
   const detail = 'The database is unavailable or busy; retry shortly.';
   if (req.path === '/graphql') {
     res.set('Retry-After', '1');
-    return sendJson(res, 503, graphqlErrorBody('unavailable', detail));
+    return sendGraphQLError(res, 'unavailable', detail);
   }
   sendError(res, 'unavailable', 'Service Unavailable', [detail]);
 }

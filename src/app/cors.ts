@@ -1,5 +1,15 @@
 import type { NextFunction, Request, Response } from 'express';
 
+/** What browser clients send: credentials, idempotent retries, Apollo Client's identification and CSRF headers, trace context. */
+const ALLOWED_REQUEST_HEADERS = [
+  'Authorization', 'Content-Type', 'Accept', 'X-Request-Id', 'Idempotency-Key',
+  'apollographql-client-name', 'apollographql-client-version', 'apollo-require-preflight', 'x-apollo-operation-name',
+  'traceparent', 'tracestate',
+].join(', ');
+
+/** What browser code may read of an answer: when to retry, whether it was a replay, the request id to quote, the rate budget. */
+const EXPOSED_HEADERS = 'retry-after, idempotent-replayed, x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, deprecation, link';
+
 /**
  * Browsers on the listed origins may call both faces; any other origin gets no CORS headers
  * (and so no access from a browser). Preflights are answered here.
@@ -9,12 +19,12 @@ export function corsAllowList(origins: readonly string[]) {
   return (req: Request, res: Response, next: NextFunction) => {
     const origin = req.get('origin');
     if (!origin || !allowed.has(origin)) return next();
-    res.set({ 'Access-Control-Allow-Origin': origin, 'Access-Control-Expose-Headers': 'ratelimit-limit, ratelimit-remaining, ratelimit-reset, x-request-id, deprecation, link' });
+    res.set({ 'Access-Control-Allow-Origin': origin, 'Access-Control-Expose-Headers': EXPOSED_HEADERS });
     res.vary('Origin');
     if (req.method !== 'OPTIONS' || !req.get('access-control-request-method')) return next();
     res.set({
       'Access-Control-Allow-Methods': 'GET, POST, PUT, DELETE, OPTIONS',
-      'Access-Control-Allow-Headers': 'Authorization, Content-Type, Accept, X-Request-Id, apollo-require-preflight, x-apollo-operation-name',
+      'Access-Control-Allow-Headers': ALLOWED_REQUEST_HEADERS,
       'Access-Control-Max-Age': '600',
     });
     res.status(204).end();

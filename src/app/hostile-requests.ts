@@ -1,8 +1,8 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { NextFunction, Request, Response } from 'express';
-import { errorEnvelope, sendJson } from '../rest/envelopes.js';
-import { graphqlErrorBody } from '../graphql/errors.js';
+import { errorEnvelope } from '../rest/envelopes.js';
+import { sendGraphQLError } from '../graphql/error-response.js';
 import { documentShapeProblem } from '../graphql/limits.js';
 
 export interface RequestRejection {
@@ -46,7 +46,7 @@ const SHA256_HEX = /^[0-9a-f]{64}$/i;
 export function screenGraphQLRequest(req: Request, res: Response, next: NextFunction): void {
   const query = req.method === 'GET' ? req.query.query : (req.body as { query?: unknown } | undefined)?.query;
   const shapeProblem = typeof query === 'string' ? documentShapeProblem(query) : undefined;
-  if (shapeProblem) return sendJson(res, 400, graphqlErrorBody('invalid_input', shapeProblem, { code: 'GRAPHQL_PARSE_FAILED' }));
+  if (shapeProblem) return sendGraphQLError(res, 'invalid_input', shapeProblem, { code: 'GRAPHQL_PARSE_FAILED' });
   let extensions: unknown = req.method === 'GET' ? req.query.extensions : (req.body as { extensions?: unknown } | undefined)?.extensions;
   if (typeof extensions === 'string') {
     try {
@@ -59,7 +59,7 @@ export function screenGraphQLRequest(req: Request, res: Response, next: NextFunc
   if (typeof persisted !== 'object' || persisted === null) return next();
   const hash = (persisted as { sha256Hash?: unknown }).sha256Hash;
   if (typeof hash === 'string' && SHA256_HEX.test(hash)) return next();
-  sendJson(res, 400, graphqlErrorBody('invalid_input', 'extensions.persistedQuery.sha256Hash must be the 64 hexadecimal digits of a SHA-256 hash.'));
+  sendGraphQLError(res, 'invalid_input', 'extensions.persistedQuery.sha256Hash must be the 64 hexadecimal digits of a SHA-256 hash.');
 }
 
 function rawResponse(status: number, reason: string, kind: 'invalid_input', detail: string): string {

@@ -2,10 +2,9 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { parse, type OperationDefinitionNode } from 'graphql';
 import type { ErrorKind } from '../errors/domain-errors.js';
-import { ERROR_TABLE } from '../errors/error-table.js';
 import type { Context } from '../graphql/context.js';
-import { graphqlErrorBody } from '../graphql/errors.js';
-import { sendError, sendJson } from '../rest/envelopes.js';
+import { sendGraphQLError } from '../graphql/error-response.js';
+import { sendError } from '../rest/envelopes.js';
 import type { Logger } from '../logging/logger.js';
 import { IdempotencyStore } from './idempotency-store.js';
 
@@ -125,7 +124,7 @@ export function idempotentWrites(face: Face, options: IdempotencyOptions): Reque
   const { store, sealingKey, logger } = options;
   const reject = (res: Response, kind: ErrorKind, message: string, detail: string) => {
     if (kind === 'conflict') res.set('Retry-After', '1');
-    if (face === 'graphql') return sendJson(res, ERROR_TABLE[kind].httpStatus, graphqlErrorBody(kind, detail));
+    if (face === 'graphql') return sendGraphQLError(res, kind, detail);
     sendError(res, kind, message, [detail]);
   };
 

@@ -15,6 +15,7 @@ type AuditRecordAddedKind = (typeof AuditRecordAddedKindEnum)[keyof typeof Audit
 
 registerEnumType(AuditRecordAddedKindEnum, {
   name: 'AuditRecordAddedKind',
+  description: 'What an `auditRecordAdded` event says.',
   valuesConfig: {
     ADDED: { description: 'A record was appended (`record`).' },
     RESYNC: { description: 'The server lost its event feed for a while: the records appended meanwhile follow as ADDED events, but anything else derived from the stream should be read again.' },
@@ -25,7 +26,7 @@ type AuditStreamMessage = { kind: 'added'; record: PresentedAuditRecord } | { ki
 
 @ObjectType({ description: 'An event of an `auditRecordAdded` subscription.' })
 export class AuditRecordAddedEvent {
-  @Field(() => AuditRecordAddedKindEnum)
+  @Field(() => AuditRecordAddedKindEnum, { description: 'ADDED with a record, or RESYNC.' })
   kind!: AuditRecordAddedKind;
 
   @Field(() => AuditRecordType, { nullable: true, description: 'The record, as `auditRecords` presents it; null on RESYNC.' })

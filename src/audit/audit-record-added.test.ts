@@ -12,7 +12,7 @@ const V2 = { Accept: 'application/vnd.pagerduty+json;version=2' };
 const AUDIT_ADDED = `subscription ($filter: AuditRecordFilter) {
   auditRecordAdded(filter: $filter) {
     kind
-    record { id action executionTime actors { id type } method { type truncatedToken } rootResource { id type self } details { resource { id type } fields { name value beforeValue } } }
+    record { id action executionTime actors { id: resourceId type } method { type truncatedToken } rootResource { id: resourceId type self } details { resource { id: resourceId type } fields { name value beforeValue } } }
   }
 }`;
 
@@ -53,7 +53,7 @@ describe('auditRecordAdded across instances', () => {
       details: { resource: { id: user.id, type: 'user_reference' }, fields: [{ name: 'job_title', value: 'SRE', beforeValue: null }] },
     });
     // The same record, field for field, as the query presents it.
-    const listed = await a.graphql(`{ auditRecords(first: 1) { edges { node { id action executionTime actors { id type } method { type truncatedToken } rootResource { id type self } details { resource { id type } fields { name value beforeValue } } } } } }`, undefined, admin.key);
+    const listed = await a.graphql(`{ auditRecords(first: 1) { edges { node { id action executionTime actors { id: resourceId type } method { type truncatedToken } rootResource { id: resourceId type self } details { resource { id: resourceId type } fields { name value beforeValue } } } } } }`, undefined, admin.key);
     expect(listed.data.auditRecords.edges[0].node).toEqual(record);
     await sleep(300);
     expect(client.events('audit')).toHaveLength(1);

@@ -25,10 +25,10 @@ export class UserAuditPageArgs extends AuditPageArgs {
 
 @InputType('AuditRecordFilter', { description: 'Which records: a window of at most 31 days (default the last 24 hours) and optional filters.' })
 export class AuditRecordFilterInput {
-  @Field(() => DateTimeResolver, { nullable: true })
+  @Field(() => DateTimeResolver, { description: 'Start of the window; default 24 hours before `until`.', nullable: true })
   since?: Date | null;
 
-  @Field(() => DateTimeResolver, { nullable: true })
+  @Field(() => DateTimeResolver, { description: 'End of the window (at most 31 days after `since`); default now.', nullable: true })
   until?: Date | null;
 
   @MaxLength(64)

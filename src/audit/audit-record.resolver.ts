@@ -15,10 +15,10 @@ function auditRecordsService(context: Context): AuditRecordsService {
 }
 
 /** Newest first, keyset-paged in chain order; a cursor holds the last record's time and position, signed. */
-function pageRequest(args: AuditPageArgs, context: Context): AuditPageRequest {
+function pageRequest(args: AuditPageArgs, context: Context, scope: unknown): AuditPageRequest {
   checkPageArgs(args, MAX_AUDIT_PAGE_SIZE);
   if (!args.after) return { first: args.first };
-  const { p, t } = context.runtime.cursors.decode<{ p?: unknown; t?: unknown }>(AUDIT_CURSOR, args.after, 'cursor');
+  const { p, t } = context.runtime.cursors.decode<{ p?: unknown; t?: unknown }>(AUDIT_CURSOR, args.after, 'cursor', scope);
   const executionTime = typeof t === 'string' ? new Date(t) : undefined;
   if (typeof p !== 'number' || !Number.isSafeInteger(p) || p < 1 || !executionTime || Number.isNaN(executionTime.getTime())) {
     throw new InvalidInputError('cursor is not a valid cursor for this list');
@@ -26,13 +26,12 @@ function pageRequest(args: AuditPageArgs, context: Context): AuditPageRequest {
   return { first: args.first, after: { executionTime, position: p } };
 }
 
-function connection(page: AuditPage, request: AuditPageRequest, context: Context) {
+/** A cursor continues only the list it came from: the same filter (as given) or the same user and window. */
+function connection(page: AuditPage, request: AuditPageRequest, context: Context, scope: unknown) {
   return AuditRecordConnection.from({
     ...page,
     hasPreviousPage: request.after !== undefined,
-    cursorOf: (record) => context.runtime.cursors.encode(AUDIT_CURSOR, { p: record.position, t: record.executionTime.toISOString() }),
-    // The records of a window are an unbounded, growing set: no count is offered.
-    countTotal: () => Promise.reject(new InvalidInputError('totalCount is not available for audit records')),
+    cursorOf: (record) => context.runtime.cursors.encode(AUDIT_CURSOR, { p: record.position, t: record.executionTime.toISOString() }, scope),
   });
 }
 
@@ -43,12 +42,13 @@ export class AuditRecordResolver {
     description: 'The account\'s audit records, newest first (default: the last 24 hours). Owners, admins and full-access account keys.',
   })
   async auditRecords(
-    @Arg('filter', () => AuditRecordFilterInput, { nullable: true }) filter: AuditRecordFilterInput | null | undefined,
+    @Arg('filter', () => AuditRecordFilterInput, { nullable: true, description: 'Which records (default: the last 24 hours, all of them).' }) filter: AuditRecordFilterInput | null | undefined,
     @Args(() => AuditPageArgs) args: AuditPageArgs,
     @Ctx() context: Context,
   ) {
-    const request = pageRequest(args, context);
-    return connection(await auditRecordsService(context).list(filter ?? {}, request), request, context);
+    const scope = { filter };
+    const request = pageRequest(args, context, scope);
+    return connection(await auditRecordsService(context).list(filter ?? {}, request), request, context, scope);
   }
 }
 
@@ -57,11 +57,14 @@ export class AuditRecordResolver {
 export class UserAuditRecordsResolver {
   @Authorized<Requirement>('audit_records.read')
   @FieldResolver(() => AuditRecordConnection, {
-    description: 'Records of changes made to this user (not by them), newest first. The user themself or can_update_user.',
+    // Its rights differ from the user's: a FORBIDDEN here nulls this field, not the whole user.
+    nullable: true,
+    description: 'Records of changes made to this user (not by them), newest first. The user themself or can_update_user (FORBIDDEN and null otherwise).',
   })
   async auditRecords(@Root() user: UserSource, @Args(() => UserAuditPageArgs) args: UserAuditPageArgs, @Ctx() context: Context) {
-    const request = pageRequest(args, context);
-    return connection(await auditRecordsService(context).listForUser(user.id, args, request), request, context);
+    const scope = { userId: user.id, since: args.since, until: args.until };
+    const request = pageRequest(args, context, scope);
+    return connection(await auditRecordsService(context).listForUser(user.id, args, request), request, context, scope);
   }
 }
 
@@ -70,8 +73,9 @@ export class UserAuditRecordsResolver {
 export class UserAuditRecordsQueryResolver {
   @Authorized<Requirement>('audit_records.read')
   @Query(() => AuditRecordConnection, { description: 'Records of changes made to a user, newest first. The user themself or can_update_user; NOT_FOUND for unknown users.' })
-  async userAuditRecords(@Arg('userId', () => ID) userId: string, @Args(() => UserAuditPageArgs) args: UserAuditPageArgs, @Ctx() context: Context) {
-    const request = pageRequest(args, context);
-    return connection(await auditRecordsService(context).listForUser(userId, args, request), request, context);
+  async userAuditRecords(@Arg('userId', () => ID, { description: 'The user whose records to list.' }) userId: string, @Args(() => UserAuditPageArgs) args: UserAuditPageArgs, @Ctx() context: Context) {
+    const scope = { userId, since: args.since, until: args.until };
+    const request = pageRequest(args, context, scope);
+    return connection(await auditRecordsService(context).listForUser(userId, args, request), request, context, scope);
   }
 }

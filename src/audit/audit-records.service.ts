@@ -41,7 +41,10 @@ export interface AuditPageRequest {
 }
 
 export interface PresentedReference {
+  /** The live resource's id (what REST presents as `id`). */
   id: string;
+  /** Unique to this reference of this record: a snapshot never shares a client cache's identity with the live object. */
+  referenceId: string;
   type: string;
   summary: string | null;
   self: string | null;
@@ -194,30 +197,35 @@ export class AuditRecordsService {
 /** A stored record as both faces (and the export) present it. */
 export function presentAuditRow(row: AuditRow, urls: PublicUrls): PresentedAuditRecord {
   const body = auditBodyOf(row.body);
-  const ref = (item: StoredReference) => presentReference(item, urls);
+  const ref = (slot: string) => (item: StoredReference, index?: number) => presentReference(item, urls, `${row.id}:${slot}${index === undefined ? '' : `.${index}`}`);
   return {
     id: row.id,
     position: Number(row.position),
     self: null,
     executionTime: new Date(row.execution_time),
     executionContext: body.executionContext,
-    actors: body.actors.map(ref),
+    actors: body.actors.map(ref('actors')),
     method: body.method,
-    rootResource: ref(body.rootResource),
+    rootResource: ref('rootResource')(body.rootResource),
     action: row.action,
     details: {
-      resource: ref(body.details.resource),
+      resource: ref('resource')(body.details.resource),
       fields: body.details.fields,
-      references: body.details.references.map((group) => ({ name: group.name, added: group.added?.map(ref) ?? null, removed: group.removed?.map(ref) ?? null })),
+      references: body.details.references.map((group, at) => ({
+        name: group.name,
+        added: group.added?.map(ref(`references.${at}.added`)) ?? null,
+        removed: group.removed?.map(ref(`references.${at}.removed`)) ?? null,
+      })),
     },
   };
 }
 
 /** Users have API and web URLs; the other referenced resources have no show route of their own. */
-function presentReference(item: StoredReference, urls: PublicUrls): PresentedReference {
+function presentReference(item: StoredReference, urls: PublicUrls, referenceId: string): PresentedReference {
   const isUser = item.type === 'user_reference';
   return {
     id: item.id,
+    referenceId,
     type: item.type,
     summary: item.summary ?? null,
     self: isUser ? `${urls.api}/users/${item.id}` : null,

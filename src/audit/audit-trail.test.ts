@@ -290,7 +290,7 @@ describe('reads', () => {
     await h.rest('put', `/users/${user.id}`, { key: account.key, body: { user: { job_title: 'Graph' } } });
     const result = await h.graphql(
       `query($id: ID!) {
-        auditRecords(filter: { actions: ["update"] }, first: 5) { nodes { action rootResource { id } details { fields { name value beforeValue } } } }
+        auditRecords(filter: { actions: ["update"] }, first: 5) { nodes { action rootResource { id: resourceId } details { fields { name value beforeValue } } } }
         user(id: $id) { auditRecords(first: 1) { nodes { action method { type } } pageInfo { hasNextPage } } }
       }`,
       { id: user.id },

@@ -53,7 +53,7 @@ export class CalendarFeedResolver {
     description: 'Replaces the user\'s private calendar key: the old feed URLs stop working at once. The user themself (any role) or a holder of can_update_user.',
   })
   async regenerateUserCalendarKey(
-    @Arg('input', () => RegenerateUserCalendarKeyInput) input: RegenerateUserCalendarKeyInput,
+    @Arg('input', () => RegenerateUserCalendarKeyInput, { description: 'What to change: see the input type.' }) input: RegenerateUserCalendarKeyInput,
     @Ctx() context: Context,
   ): Promise<RegenerateUserCalendarKeyPayload> {
     const { user, key } = await calendarFeedService(context).regenerate(requirePrincipal(context), input.userId);

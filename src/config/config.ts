@@ -2,6 +2,7 @@ import path from 'node:path';
 import { isIP } from 'node:net';
 import { DATABASE_POOLERS, PREPARED_STATEMENTS_SETTINGS, preparedStatementsProblem, type DatabasePooler, type PreparedStatementsSetting } from '../db/pooler.js';
 import { DEFAULT_REPLICA_MAX_LAG_MS } from '../db/replicas.js';
+import { DEFAULT_MAX_COST } from '../graphql/cost.js';
 
 export type NodeEnv = 'development' | 'production' | 'test';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -82,6 +83,8 @@ export interface AppConfig {
   landingPage: boolean;
   graphqlMaxDepth: number;
   graphqlMaxCost: number;
+  /** An Apollo persisted-query manifest: `/graphql` then runs only its operations. Unset: any operation. */
+  graphqlTrustedDocuments?: string;
   /** PostgreSQL only: any statement running longer is cancelled and the request answered 503. */
   databaseStatementTimeoutMs: number;
   /** Audit records older than this many days are purged (by the server as it goes, and `accessctl audit purge`). */
@@ -281,7 +284,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     introspection: boolean('GRAPHQL_INTROSPECTION', !production),
     landingPage: boolean('GRAPHQL_LANDING_PAGE', !production),
     graphqlMaxDepth: integer('GRAPHQL_MAX_DEPTH', 12, 1, 100),
-    graphqlMaxCost: integer('GRAPHQL_MAX_COST', 20_000, 1, 1_000_000),
+    graphqlMaxCost: integer('GRAPHQL_MAX_COST', DEFAULT_MAX_COST, 1, 10_000_000),
+    graphqlTrustedDocuments: read('GRAPHQL_TRUSTED_DOCUMENTS') || undefined,
     shutdownDrainMs: integer('SHUTDOWN_DRAIN_MS', 5_000, 0, 300_000),
     shutdownGraceMs: integer('SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
     databasePoolTimeoutMs: integer('DATABASE_POOL_TIMEOUT_MS', 3_000, 100, 120_000),

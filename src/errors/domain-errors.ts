@@ -28,9 +28,30 @@ export class DomainError extends Error {
   }
 }
 
+/**
+ * One problem of one input value, for forms: `path` from the operation's argument (the GraphQL
+ * convention names it `input`, e.g. `["input", "timeZone"]`), a message naming the field by that
+ * name, and a stable code (`REQUIRED`, `INVALID`, `TOO_LONG`, `TAKEN`, `INCORRECT`, ...).
+ */
+export interface FieldProblem {
+  path: (string | number)[];
+  message: string;
+  code: string;
+}
+
 export class InvalidInputError extends DomainError {
-  constructor(details: string[] | string, message = 'Invalid Input Provided') {
+  constructor(
+    details: string[] | string,
+    message = 'Invalid Input Provided',
+    /** The problems per input field, when the input's values (not its shape) caused them. */
+    readonly fields: FieldProblem[] = [],
+  ) {
     super('invalid_input', message, Array.isArray(details) ? details : [details]);
+  }
+
+  /** Every problem of an input at once; the details are their messages. */
+  static ofFields(fields: FieldProblem[]): InvalidInputError {
+    return new InvalidInputError(fields.map((field) => field.message), 'Invalid Input Provided', fields);
   }
 }
 

@@ -10,12 +10,15 @@ import { classifyError, formatGraphQLError } from './errors.js';
 import { InvalidInputError } from '../errors/domain-errors.js';
 import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from './input-bounds.js';
 import { GRAPHQL_MAX_TOKENS, queryLimitRules, type QueryLimits } from './limits.js';
+import { assertOperationCostWithin } from './cost.js';
 
 /**
  * Refuses unstorable or over-long strings in arguments and variables after validation, before
- * any resolver (and so any SQL) runs; the REST executor makes the same check.
+ * any resolver (and so any SQL) runs; the REST executor makes the same check. Then refuses an
+ * operation that costs too much with these variables (the REST and SCIM faces run their own
+ * bounded documents through their executor, not through Apollo).
  */
-function inputBounds(): ApolloServerPlugin<Context> {
+function inputBoundsAndCost(maxCost: number): ApolloServerPlugin<Context> {
   return {
     async requestDidStart() {
       return {
@@ -26,6 +29,7 @@ function inputBounds(): ApolloServerPlugin<Context> {
             if (error instanceof InvalidInputError) throw inputProblemsAsGraphQLError(error);
             throw error;
           }
+          assertOperationCostWithin(maxCost, schema, document, operationName, request.variables);
         },
       };
     },
@@ -150,7 +154,7 @@ export function createApolloServer(options: ApolloOptions): ApolloServer<Context
       options.landingPage ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false }) : ApolloServerPluginLandingPageDisabled(),
       maskedErrorLogging(options.logger),
       unavailableAnswers(options.outages),
-      inputBounds(),
+      inputBoundsAndCost(options.limits.maxCost),
       subscriptionsOverWebSocketOnly(),
       ...(options.plugins ?? []),
     ],

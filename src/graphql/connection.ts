@@ -4,16 +4,16 @@ import { InvalidInputError } from '../errors/domain-errors.js';
 // Plain values (cursors are lazy getters): read straight from the source, no per-field resolver.
 @ObjectType({ description: 'Relay page information.', simpleResolvers: true })
 export class PageInfo {
-  @Field()
+  @Field({ description: 'Whether more nodes follow this page (ask again with `after: endCursor`).' })
   hasNextPage!: boolean;
 
-  @Field()
+  @Field({ description: 'Whether nodes precede this page.' })
   hasPreviousPage!: boolean;
 
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { nullable: true, description: 'The cursor of the first node of this page; null when the page is empty.' })
   startCursor!: string | null;
 
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { nullable: true, description: 'The cursor of the last node of this page; null when the page is empty.' })
   endCursor!: string | null;
 }
 
@@ -22,8 +22,8 @@ export interface Page<T> {
   hasNextPage: boolean;
   hasPreviousPage: boolean;
   cursorOf(item: T): string;
-  /** Runs only when a client selects `totalCount`. */
-  countTotal(): Promise<number>;
+  /** Runs only when a client selects `totalCount` (absent for connections built without it). */
+  countTotal?(): Promise<number>;
 }
 
 /**
@@ -34,33 +34,41 @@ export interface DeferredPage<T> {
   slice(): Promise<{ items: T[]; hasNextPage: boolean }>;
   hasPreviousPage: boolean;
   cursorOf(item: T): string;
-  countTotal(): Promise<number>;
+  countTotal?(): Promise<number>;
 }
 
 export interface ConnectionShape<T> {
   edges: Promise<{ cursor: string; node: T }[]>;
   nodes: Promise<T[]>;
   pageInfo: Promise<PageInfo>;
-  totalCount: Promise<number>;
+}
+
+export interface ConnectionOptions {
+  /**
+   * False for lists with no count worth its cost (an unbounded, growing set): the connection then
+   * has no `totalCount` field at all, rather than one that always errors.
+   */
+  totalCount?: boolean;
 }
 
 /** Builds `<Name>Connection` and `<Name>Edge` object types around a node type. */
 export function connectionType<T>(
   name: string,
   nodeType: () => ClassType,
+  options: ConnectionOptions = {},
 ): ClassType<ConnectionShape<T>> & { from(page: Page<T>): ConnectionShape<T>; deferred(page: DeferredPage<T>): ConnectionShape<T> } {
-  @ObjectType(`${name}Edge`)
+  @ObjectType(`${name}Edge`, { description: `One ${name} of a page, with its cursor.` })
   class Edge {
-    @Field(() => String)
+    @Field(() => String, { description: 'Where this node is in the list: an `after` argument continues after it.' })
     cursor!: string;
 
-    @Field(nodeType)
+    @Field(nodeType, { description: 'The node.' })
     node!: T;
   }
 
   @ObjectType(`${name}Connection`, { description: `A page of ${name} nodes (Relay cursor connection).` })
   class Connection implements ConnectionShape<T> {
-    private page!: DeferredPage<T>;
+    protected page!: DeferredPage<T>;
     private loaded?: Promise<{ items: T[]; hasNextPage: boolean }>;
 
     static from(page: Page<T>): Connection {
@@ -69,7 +77,7 @@ export function connectionType<T>(
     }
 
     static deferred(page: DeferredPage<T>): Connection {
-      const connection = new Connection();
+      const connection = new this();
       connection.page = page;
       return connection;
     }
@@ -80,18 +88,18 @@ export function connectionType<T>(
     }
 
     // Cursors are signed (an HMAC each), so they are computed only when a document selects them.
-    @Field(() => [Edge])
+    @Field(() => [Edge], { description: 'The nodes of this page with their cursors.' })
     get edges(): Promise<{ cursor: string; node: T }[]> {
       const { cursorOf } = this.page;
       return this.slice().then(({ items }) => items.map((node) => ({ get cursor() { return cursorOf(node); }, node })));
     }
 
-    @Field(() => [nodeType()])
+    @Field(() => [nodeType()], { description: 'The nodes of this page, in list order.' })
     get nodes(): Promise<T[]> {
       return this.slice().then(({ items }) => items);
     }
 
-    @Field(() => PageInfo)
+    @Field(() => PageInfo, { description: 'Where this page is in the list.' })
     get pageInfo(): Promise<PageInfo> {
       const { cursorOf, hasPreviousPage } = this.page;
       return this.slice().then(({ items, hasNextPage }) => ({
@@ -102,10 +110,14 @@ export function connectionType<T>(
       }));
     }
 
-    @Field(() => Int, { description: 'All nodes matching the arguments, across pages.' })
     get totalCount(): Promise<number> {
-      return this.page.countTotal();
+      return this.page.countTotal!();
     }
+  }
+
+  // Declared as a field only where the list offers a count (a field that always errors is worse than none).
+  if (options.totalCount !== false) {
+    Field(() => Int, { description: 'All nodes matching the arguments, across pages.' })(Connection.prototype, 'totalCount');
   }
 
   return Connection;

@@ -1,5 +1,5 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
-import { DomainError, type ErrorKind } from '../errors/domain-errors.js';
+import { DomainError, InvalidInputError, type ErrorKind, type FieldProblem } from '../errors/domain-errors.js';
 import { ERROR_TABLE } from '../errors/error-table.js';
 import { isDatabaseUnavailable } from '../db/database-errors.js';
 import { QUERY_LIMIT_EXTENSION } from './limits.js';
@@ -9,6 +9,8 @@ export interface ClassifiedError {
   kind: ErrorKind;
   message: string;
   details: string[];
+  /** Problems per input field (`extensions.fields`), when input values caused the error. */
+  fields?: FieldProblem[];
 }
 
 const INPUT_ERROR_CODES = new Set(['GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'BAD_USER_INPUT', 'BAD_REQUEST', 'OPERATION_RESOLUTION_FAILURE']);
@@ -36,7 +38,8 @@ function originalOf(error: unknown): unknown {
 export function classifyError(error: unknown): ClassifiedError {
   const original = originalOf(error);
   if (original instanceof DomainError) {
-    return { kind: original.kind, message: original.message, details: original.details };
+    const fields = original instanceof InvalidInputError && original.fields.length ? original.fields : undefined;
+    return { kind: original.kind, message: original.message, details: original.details, ...(fields ? { fields } : {}) };
   }
   // A document the parser gave up on, or a variable a scalar could not coerce, is the client's
   // input whatever the parser or scalar tripped over (a stack overflow on a 10,000-level value).
@@ -74,6 +77,7 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
       apiErrorCode: translation.apiErrorCode,
       ...(queryLimit ? { [QUERY_LIMIT_EXTENSION]: queryLimit } : {}),
       ...(classified.details.length > 1 ? { details: classified.details } : {}),
+      ...(classified.fields ? { fields: classified.fields } : {}),
     },
   };
 }

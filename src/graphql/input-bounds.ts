@@ -1,6 +1,8 @@
 import {
   GraphQLError,
   Kind,
+  coerceInputValue,
+  typeFromAST,
   TypeInfo,
   getNamedType,
   getNullableType,
@@ -25,7 +27,7 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { Extensions } from 'type-graphql';
-import { InvalidInputError } from '../errors/domain-errors.js';
+import { InvalidInputError, type FieldProblem } from '../errors/domain-errors.js';
 
 /**
  * Every string a client sends is bounded before any resolver (and so any SQL) runs, and strings
@@ -112,8 +114,14 @@ function pathName(path: InputPath): string {
   return name;
 }
 
+/** What a walk found: a message per problem, and the same problems per input field (for forms). */
+interface InputProblems {
+  messages: string[];
+  fields: FieldProblem[];
+}
+
 /** Checks a coerced value at one input position (its type and the bound of its strings). */
-type InputCheck = (value: unknown, path: InputPath, problems: string[]) => void;
+type InputCheck = (value: unknown, path: InputPath, problems: InputProblems) => void;
 
 /**
  * The checks of an input object type's fields, built once per type: a bulk input (100 users) is
@@ -140,7 +148,10 @@ function inputCheck(type: GraphQLInputType, bound: number | undefined): InputChe
   return (value, path, problems) => {
     if (typeof value !== 'string') return;
     const problem = stringProblem(value, bound);
-    if (problem) problems.push(`${pathName(path)} ${problem}`);
+    if (!problem) return;
+    const message = `${pathName(path)} ${problem}`;
+    problems.messages.push(message);
+    problems.fields.push({ path: [...path], message, code: problem.startsWith('must be at most') ? 'TOO_LONG' : 'INVALID' });
   };
 }
 
@@ -202,8 +213,12 @@ function argumentSitesOf(schema: GraphQLSchema, document: DocumentNode, operatio
  * trips over a hostile value (a 10,000-level array where a time zone belongs) a client error.
  */
 export function operationInputProblems(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, rawVariables: Record<string, unknown> | null | undefined): string[] {
+  return operationInputErrors(schema, document, operationName, rawVariables).problems;
+}
+
+function operationInputErrors(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, rawVariables: Record<string, unknown> | null | undefined) {
   const operation = getOperationAST(document, operationName);
-  return operation ? inputsOf(schema, document, operation, rawVariables).problems : [];
+  return operation ? inputsOf(schema, document, operation, rawVariables) : { problems: [] };
 }
 
 /**
@@ -218,25 +233,53 @@ function inputsOf(
   operation: OperationDefinitionNode,
   rawVariables: Record<string, unknown> | null | undefined,
   compiledCoercion?: CompiledCoercion,
-): { problems: string[]; variables?: Record<string, unknown> } {
+): { problems: string[]; fields?: FieldProblem[]; variables?: Record<string, unknown> } {
   let variables = compiledCoercion?.(rawVariables ?? {});
   if (!variables) {
     // graphql-js's own coercion, for its messages (and whatever the compiled one refused).
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], rawVariables ?? {}, { maxErrors: 5 });
-    if (coerced.errors) return { problems: coerced.errors.map((error) => boundedMessage(error.message)) };
+    if (coerced.errors) {
+      return { problems: coerced.errors.map((error) => boundedMessage(error.message)), fields: variableFieldProblems(schema, document, operation, rawVariables ?? {}) };
+    }
     variables = coerced.coerced;
   }
-  const problems: string[] = [];
+  const problems: InputProblems = { messages: [], fields: [] };
   for (const site of argumentSitesOf(schema, document, operation)) {
     site.check(valueFromAST(site.node.value, site.argument.type, variables), [site.node.name.value], problems);
   }
-  return { problems, variables };
+  return { problems: problems.messages, fields: problems.fields, variables };
+}
+
+/**
+ * The values of variables that do not coerce, per input field: each problem's path starts at the
+ * argument the variable is given to (`createUser(input: $input)`: `["input", "email"]`), or at the
+ * variable's name where it is not an argument's whole value. Only when coercion failed (rare).
+ */
+function variableFieldProblems(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, rawVariables: Record<string, unknown>): FieldProblem[] {
+  const argumentOf = new Map<string, string>();
+  for (const site of argumentSitesOf(schema, document, operation)) {
+    if (site.node.value.kind === Kind.VARIABLE) argumentOf.set(site.node.value.name.value, site.node.name.value);
+  }
+  const fields: FieldProblem[] = [];
+  for (const definition of operation.variableDefinitions ?? []) {
+    const name = definition.variable.name.value;
+    const type = typeFromAST(schema, definition.type);
+    if (!type || !isInputType(type) || !(name in rawVariables)) continue;
+    coerceInputValue(rawVariables[name], type, (path, _value, error) => {
+      if (fields.length >= 20) return;
+      // A missing required field is reported at its object: the path names the field itself.
+      const missing = /^Field "([^"]+)" of required type .* was not provided\.$/.exec(error.message)?.[1];
+      const fieldPath = [argumentOf.get(name) ?? name, ...path, ...(missing ? [missing] : [])];
+      fields.push({ path: fieldPath, code: missing ? 'REQUIRED' : 'INVALID', message: boundedMessage(`${pathName(fieldPath)}: ${error.message}`) });
+    });
+  }
+  return fields;
 }
 
 /** The same problems as an error of the table's `invalid_input` kind (400/2001, `BAD_USER_INPUT`). */
 export function assertOperationInputsAcceptable(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, rawVariables: Record<string, unknown> | null | undefined): void {
-  const problems = operationInputProblems(schema, document, operationName, rawVariables);
-  if (problems.length) throw new InvalidInputError(problems);
+  const { problems, fields } = operationInputErrors(schema, document, operationName, rawVariables);
+  if (problems.length) throw new InvalidInputError(problems, undefined, fields);
 }
 
 /**
@@ -252,8 +295,8 @@ export function acceptableOperationInputs(
   rawVariables: Record<string, unknown> | null | undefined,
   compiledCoercion?: CompiledCoercion,
 ): Record<string, unknown> {
-  const { problems, variables } = inputsOf(schema, document, operation, rawVariables, compiledCoercion);
-  if (problems.length || !variables) throw new InvalidInputError(problems);
+  const { problems, fields, variables } = inputsOf(schema, document, operation, rawVariables, compiledCoercion);
+  if (problems.length || !variables) throw new InvalidInputError(problems, undefined, fields);
   return variables;
 }
 

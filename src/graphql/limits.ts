@@ -1,6 +1,5 @@
 import { GraphQLError, Lexer, Source, TokenKind, type ValidationContext, type ValidationRule } from 'graphql';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
-import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
 
 export interface QueryLimits {
   maxDepth: number;
@@ -11,7 +10,7 @@ export interface QueryLimits {
 export const QUERY_LIMIT_EXTENSION = 'queryLimit';
 
 /** Reports the rejection as a validation error of the operation instead of throwing out of validation. */
-function reportAs(limit: 'depth' | 'cost') {
+function reportAs(limit: 'depth') {
   return {
     propagateOnRejection: false,
     onReject: [
@@ -21,11 +20,14 @@ function reportAs(limit: 'depth' | 'cost') {
   };
 }
 
-/** Depth and cost limits for client operations (introspection is exempt, so Apollo Sandbox works). */
+/**
+ * The depth limit for client operations (introspection is exempt, so Apollo Sandbox works). The
+ * cost limit depends on the variables (`first`), so it is checked once they are known
+ * (`assertOperationCostWithin`, src/graphql/cost.ts), not by a validation rule.
+ */
 export function queryLimitRules(limits: QueryLimits): ValidationRule[] {
   return [
     maxDepthRule({ n: limits.maxDepth, exposeLimits: true, ignoreIntrospection: true, ...reportAs('depth') }) as unknown as ValidationRule,
-    costLimitRule({ maxCost: limits.maxCost, exposeLimits: true, ignoreIntrospection: true, ...reportAs('cost') }) as unknown as ValidationRule,
   ];
 }
 

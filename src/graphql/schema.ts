@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { buildSchema, type NonEmptyArray } from 'type-graphql';
-import { lexicographicSortSchema, printSchema, type GraphQLSchema } from 'graphql';
+import { lexicographicSortSchema, printSchema, type GraphQLObjectType, type GraphQLSchema } from 'graphql';
 import { DateTimeResolver } from 'graphql-scalars';
 import { authChecker } from '../auth/auth-checker.js';
 import { features } from '../app/features.js';
@@ -23,9 +23,20 @@ export function buildAppSchema(): Promise<GraphQLSchema> {
     const unbounded = unboundedStringInputs(schema);
     if (unbounded.length) throw new Error(`String inputs without a declared length bound (@MaxLength): ${unbounded.join(', ')}`);
     installPlainResolvers(schema);
+    describeRootTypes(schema);
     return schema;
   });
   return built;
+}
+
+/** type-graphql names the root types without a description; every type of the schema has one. */
+function describeRootTypes(schema: GraphQLSchema): void {
+  const descriptions: [GraphQLObjectType | null | undefined, string][] = [
+    [schema.getQueryType(), 'Reads: the caller\'s user, the account\'s users and what belongs to them.'],
+    [schema.getMutationType(), 'Writes: each takes one `input` and returns a payload with what it changed.'],
+    [schema.getSubscriptionType(), 'Live updates over WebSocket on /graphql (the graphql-ws protocol).'],
+  ];
+  for (const [type, description] of descriptions) if (type && !type.description) type.description = description;
 }
 
 /** The SDL kept in `schema/schema.graphql`, sorted so it diffs cleanly. */

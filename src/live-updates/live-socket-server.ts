@@ -16,6 +16,7 @@ import { formatGraphQLError } from '../graphql/errors.js';
 import { withLazyEntityManager, type LiveMessage } from '../graphql/live-session.js';
 import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from '../graphql/input-bounds.js';
 import { GRAPHQL_MAX_TOKENS, documentShapeProblem, queryLimitRules, type QueryLimits } from '../graphql/limits.js';
+import { assertOperationCostWithin } from '../graphql/cost.js';
 import type { Logger } from '../logging/logger.js';
 import { liveConnections, liveEventsDropped, liveEventsSent, liveSubscriptions, rateLimitDecisions } from '../observability/metrics.js';
 import { decodeLiveChanges, LIVE_CHANNEL } from './live-change.codec.js';
@@ -252,8 +253,10 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
       }
       try {
         assertOperationInputsAcceptable(schema, document, payload.operationName, payload.variables);
+        assertOperationCostWithin(options.queryLimits.maxCost, schema, document, payload.operationName, payload.variables);
       } catch (error) {
         if (error instanceof InvalidInputError) return [inputProblemsAsGraphQLError(error)];
+        if (error instanceof GraphQLError) return [error];
         throw error;
       }
       const requestId = `${connection.id}/${id}`;

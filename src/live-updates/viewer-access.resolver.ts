@@ -24,10 +24,10 @@ registerEnumType(AccessRevocationReasonEnum, {
 
 @ObjectType({ description: 'The connection\'s own access was taken away; the server closes the WebSocket (4403) right after sending this.' })
 export class ViewerAccessRevokedEvent {
-  @Field(() => AccessRevocationReasonEnum)
+  @Field(() => AccessRevocationReasonEnum, { description: 'Why access ended.' })
   reason!: AccessRevocationReason;
 
-  @Field(() => Date)
+  @Field(() => Date, { description: 'When the server noticed.' })
   occurredAt!: Date;
 }
 

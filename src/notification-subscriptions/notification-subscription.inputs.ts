@@ -5,7 +5,7 @@ import { NotificationSubscribableTypeEnum } from './notification-subscription.ty
 
 @InputType({ description: 'An entity to subscribe to or unsubscribe from, named by its type and public id.' })
 export class NotificationSubscribableInput {
-  @Field(() => NotificationSubscribableTypeEnum)
+  @Field(() => NotificationSubscribableTypeEnum, { description: 'The entity\'s kind.' })
   subscribableType!: SubscribableType;
 
   @MaxLength(MAX_SUBSCRIBABLE_FIELD_LENGTH)
@@ -15,7 +15,7 @@ export class NotificationSubscribableInput {
 
 @InputType({ description: 'Subscribes a user to 1 to 100 distinct entities, in one transaction.' })
 export class CreateNotificationSubscriptionsInput {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The user to subscribe.' })
   userId!: string;
 
   @Field(() => [NotificationSubscribableInput], { description: '1 to 100 entities, none twice.' })
@@ -24,7 +24,7 @@ export class CreateNotificationSubscriptionsInput {
 
 @InputType({ description: 'Unsubscribes a user from 1 to 100 distinct entities, in one transaction.' })
 export class RemoveNotificationSubscriptionsInput {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The user to unsubscribe.' })
   userId!: string;
 
   @Field(() => [NotificationSubscribableInput], { description: '1 to 100 entities, none twice.' })

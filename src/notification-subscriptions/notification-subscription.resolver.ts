@@ -16,7 +16,7 @@ import {
   NotificationSubscriptionType,
   RemoveNotificationSubscriptionsPayload,
 } from './notification-subscription.type.js';
-import { MAX_SUBSCRIPTIONS_PAGE_SIZE, NotificationSubscriptionsService, type SubscriptionRow, type SubscriptionSlice } from './notification-subscriptions.service.js';
+import { MAX_SUBSCRIPTIONS_PAGE_SIZE, NotificationSubscriptionsService, subscriptionId, type SubscriptionRow, type SubscriptionSlice } from './notification-subscriptions.service.js';
 import type { SubscribableType } from './subscribable.entity.js';
 
 const SUBSCRIPTIONS_CURSOR = 'notification-subscriptions';
@@ -36,7 +36,7 @@ class NotificationSubscriptionsPageArgs {
 
 @ArgsType()
 class UserNotificationSubscriptionsArgs extends NotificationSubscriptionsPageArgs {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The user whose subscriptions to list.' })
   userId!: string;
 }
 
@@ -111,10 +111,11 @@ export class NotificationSubscriptionsResolver {
       + 'The user themself or can_update_user.',
   })
   async createNotificationSubscriptions(
-    @Arg('input', () => CreateNotificationSubscriptionsInput) input: CreateNotificationSubscriptionsInput,
+    @Arg('input', () => CreateNotificationSubscriptionsInput, { description: 'What to change: see the input type.' }) input: CreateNotificationSubscriptionsInput,
     @Ctx() context: Context,
   ): Promise<CreateNotificationSubscriptionsPayload> {
-    return { subscriptions: await notificationSubscriptionsService(context).subscribe(input.userId, input.subscribables) };
+    const { attempts, created } = await notificationSubscriptionsService(context).subscribe(input.userId, input.subscribables);
+    return { subscriptions: attempts, createdSubscriptions: created };
   }
 
   @Authorized<Requirement>('subscribers.write', 'write')
@@ -122,10 +123,11 @@ export class NotificationSubscriptionsResolver {
     description: 'Unsubscribes a user from 1 to 100 distinct entities in one transaction and counts the outcomes. The user themself or can_update_user.',
   })
   async removeNotificationSubscriptions(
-    @Arg('input', () => RemoveNotificationSubscriptionsInput) input: RemoveNotificationSubscriptionsInput,
+    @Arg('input', () => RemoveNotificationSubscriptionsInput, { description: 'What to change: see the input type.' }) input: RemoveNotificationSubscriptionsInput,
     @Ctx() context: Context,
   ): Promise<RemoveNotificationSubscriptionsPayload> {
-    return notificationSubscriptionsService(context).unsubscribe(input.userId, input.subscribables);
+    const { removed, ...counts } = await notificationSubscriptionsService(context).unsubscribe(input.userId, input.subscribables);
+    return { ...counts, removedSubscriptions: removed };
   }
 }
 
@@ -134,7 +136,9 @@ export class NotificationSubscriptionsResolver {
 export class UserNotificationSubscriptionsResolver {
   @Authorized<Requirement>('subscribers.read')
   @FieldResolver(() => NotificationSubscriptionConnection, {
-    description: 'The entities this user is subscribed to, in subscription order. The user themself or can_update_user (FORBIDDEN otherwise).',
+    // Its rights differ from the user's: a FORBIDDEN here nulls this field, not the whole user.
+    nullable: true,
+    description: 'The entities this user is subscribed to, in subscription order. The user themself or can_update_user (FORBIDDEN and null otherwise).',
   })
   notificationSubscriptions(@Root() user: UserSource, @Args(() => NotificationSubscriptionsPageArgs) args: NotificationSubscriptionsPageArgs, @Ctx() context: Context) {
     const service = notificationSubscriptionsService(context);
@@ -146,12 +150,17 @@ export class UserNotificationSubscriptionsResolver {
 /** The node's fields, from the plain rows the reads return (the entity comes joined: no statement here). */
 @Resolver(() => NotificationSubscriptionType)
 export class NotificationSubscriptionFieldsResolver {
+  @FieldResolver(() => ID, { description: 'Stable for the subscription\'s key (user, entity type and entity id): the same after it is removed and created again.' })
+  id(@Root() subscription: SubscriptionRow): string {
+    return subscriptionId(subscription);
+  }
+
   @FieldResolver(() => ID, { description: 'The subscribed user\'s id.' })
   subscriberId(@Root() subscription: SubscriptionRow): string {
     return subscription.userId;
   }
 
-  @FieldResolver(() => NotificationSubscriberTypeEnum)
+  @FieldResolver(() => NotificationSubscriberTypeEnum, { description: 'Always USER.' })
   subscriberType(): 'user' {
     return 'user';
   }
@@ -161,7 +170,7 @@ export class NotificationSubscriptionFieldsResolver {
     return subscription.subscribableId;
   }
 
-  @FieldResolver(() => NotificationSubscribableTypeEnum)
+  @FieldResolver(() => NotificationSubscribableTypeEnum, { description: 'The entity\'s kind.' })
   subscribableType(@Root() subscription: SubscriptionRow): SubscribableType {
     return subscription.subscribableType;
   }

@@ -12,6 +12,10 @@ export const NotificationSubscribableTypeEnum = {
 
 registerEnumType(NotificationSubscribableTypeEnum, {
   name: 'NotificationSubscribableType',
+  valuesConfig: {
+    INCIDENT: { description: 'An incident.' },
+    BUSINESS_SERVICE: { description: 'A business service.' },
+  },
   description: 'The kind of entity a user may subscribe to.',
 });
 
@@ -19,6 +23,9 @@ export const NotificationSubscriberTypeEnum = { USER: 'user' } as const;
 
 registerEnumType(NotificationSubscriberTypeEnum, {
   name: 'NotificationSubscriberType',
+  valuesConfig: {
+    USER: { description: 'A user.' },
+  },
   description: 'The kind of subscriber; users are the only subscribers for now.',
 });
 
@@ -52,33 +59,39 @@ export const NotificationSubscriptionConnection = connectionType<SubscriptionRow
 
 @ObjectType({ description: 'The outcome of subscribing one user to one entity.' })
 export class NotificationSubscriptionAttempt {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The user\'s id.' })
   subscriberId!: string;
 
-  @Field(() => NotificationSubscriberTypeEnum)
+  @Field(() => NotificationSubscriberTypeEnum, { description: 'Always USER.' })
   subscriberType!: 'user';
 
   @Field({ description: 'The public id of the entity, as given.' })
   subscribableId!: string;
 
-  @Field(() => NotificationSubscribableTypeEnum)
+  @Field(() => NotificationSubscribableTypeEnum, { description: 'The entity\'s kind, as given.' })
   subscribableType!: SubscribableType;
 
   @Field(() => ID, { description: 'The subscriber\'s account.' })
   accountId!: string;
 
-  @Field(() => NotificationSubscriptionResultEnum)
+  @Field(() => NotificationSubscriptionResultEnum, { description: 'What the call did for this entity.' })
   result!: SubscriptionResult;
 }
 
-@ObjectType()
+@ObjectType({ description: 'What createNotificationSubscriptions did: an outcome per entity, and the subscriptions it created.' })
 export class CreateNotificationSubscriptionsPayload {
   @Field(() => [NotificationSubscriptionAttempt], { description: 'One per requested entity, in request order.' })
   subscriptions!: NotificationSubscriptionAttempt[];
+
+  @Field(() => [NotificationSubscriptionType], { description: 'The subscriptions this call created (SUCCESS outcomes), in subscription order.' })
+  createdSubscriptions!: SubscriptionRow[];
 }
 
-@ObjectType()
+@ObjectType({ description: 'What removeNotificationSubscriptions did: the subscriptions it removed, and counts of the outcomes.' })
 export class RemoveNotificationSubscriptionsPayload {
+  @Field(() => [NotificationSubscriptionType], { description: 'The subscriptions this call removed, as they were, in subscription order.' })
+  removedSubscriptions!: SubscriptionRow[];
+
   @Field(() => Int, { description: 'Subscriptions removed.' })
   deletedCount!: number;
 

@@ -32,6 +32,12 @@ export interface SubscriptionAttempt {
   result: SubscriptionResult;
 }
 
+/** What a subscribe call did: one attempt per requested entity, and the subscriptions it created. */
+export interface SubscribeOutcome {
+  attempts: SubscriptionAttempt[];
+  created: SubscriptionRow[];
+}
+
 export interface RemovalCounts {
   /** Subscriptions removed. */
   deletedCount: number;
@@ -39,6 +45,8 @@ export interface RemovalCounts {
   unauthorizedCount: number;
   /** Entities of the account the user was not subscribed to. */
   nonExistentCount: number;
+  /** The subscriptions removed, as they were. */
+  removed: SubscriptionRow[];
 }
 
 /** A subscription as reads present it: a plain row with its entity's public face (no entities). */
@@ -60,6 +68,14 @@ export interface SubscriptionSlice {
 
 const SUBSCRIPTION_COLUMNS = `ns.id::text as id, ns.user_id as "userId", ns.account_id as "accountId", ${isoTimestamp('ns.created_at', 'createdAt')},
        s.public_id as "subscribableId", s.type as "subscribableType", s.name as "subscribableName"`;
+
+/**
+ * A subscription's id for clients: its key (user, entity type, entity public id), so the same
+ * subscription keeps its id in a client's cache across removal and re-creation.
+ */
+export function subscriptionId(row: Pick<SubscriptionRow, 'userId' | 'subscribableType' | 'subscribableId'>): string {
+  return `${row.userId}:${row.subscribableType}:${row.subscribableId}`;
+}
 
 const refKey = (ref: SubscribableRef) => `${ref.subscribableType}\u0000${ref.subscribableId}`;
 
@@ -135,7 +151,7 @@ export class NotificationSubscriptionsService {
    * `success` and `duplicate` (INSERT ... ON CONFLICT DO NOTHING RETURNING), so concurrent
    * identical calls create exactly one subscription.
    */
-  async subscribe(userId: string, items: readonly SubscribableRef[]): Promise<SubscriptionAttempt[]> {
+  async subscribe(userId: string, items: readonly SubscribableRef[]): Promise<SubscribeOutcome> {
     const user = await this.subscriber(userId, { write: true });
     validateSubscribables(items);
     const accountId = this.principal.accountId;
@@ -144,6 +160,7 @@ export class NotificationSubscriptionsService {
       const known = await this.resolve(em, items);
       const ids = items.map((item) => known.get(refKey(item))).filter((id): id is string => id !== undefined);
       const created = new Set<string>();
+      let createdRows: SubscriptionRow[] = [];
       if (ids.length) {
         const rows = await em.execute<{ id: string; subscribable_id: string }[]>(
           `insert into notification_subscriptions (account_id, user_id, subscribable_id)
@@ -156,8 +173,16 @@ export class NotificationSubscriptionsService {
           created.add(row.subscribable_id);
           recordChange(em, subscriptionChange(accountId, user.id, 'create', row));
         }
+        if (rows.length) {
+          createdRows = await em.execute<SubscriptionRow[]>(
+            `select ${SUBSCRIPTION_COLUMNS}
+               from notification_subscriptions ns join subscribables s on s.id = ns.subscribable_id
+              where ns.id = any(array[?]::bigint[]) order by ns.id`,
+            [rows.map((row) => row.id)],
+          );
+        }
       }
-      return items.map((item): SubscriptionAttempt => {
+      const attempts = items.map((item): SubscriptionAttempt => {
         const id = known.get(refKey(item));
         return {
           subscriberId: user.id,
@@ -168,6 +193,7 @@ export class NotificationSubscriptionsService {
           result: id === undefined ? 'unauthorized' : created.has(id) ? 'success' : 'duplicate',
         };
       });
+      return { attempts, created: createdRows };
     }, 'notificationSubscriptions.subscribe');
   }
 
@@ -179,16 +205,19 @@ export class NotificationSubscriptionsService {
       await this.lockLiveSubscriber(em, user.id);
       const known = await this.resolve(em, items);
       const ids = [...known.values()];
-      let deletedCount = 0;
+      let removed: SubscriptionRow[] = [];
       if (ids.length) {
-        const rows = await em.execute<{ id: string; subscribable_id: string }[]>(
-          'delete from notification_subscriptions where user_id = ? and subscribable_id = any(array[?]::uuid[]) returning id, subscribable_id',
+        const rows = await em.execute<(SubscriptionRow & { subscribable_id: string })[]>(
+          `delete from notification_subscriptions ns using subscribables s
+            where s.id = ns.subscribable_id and ns.user_id = ? and ns.subscribable_id = any(array[?]::uuid[])
+            returning ns.subscribable_id, ${SUBSCRIPTION_COLUMNS}`,
           [user.id, ids],
         );
-        deletedCount = rows.length;
         for (const row of rows) recordChange(em, subscriptionChange(this.principal.accountId, user.id, 'delete', row));
+        removed = rows.map(({ subscribable_id: _internal, ...row }) => row).sort((a, b) => Number(a.id) - Number(b.id));
       }
-      return { deletedCount, unauthorizedCount: items.length - ids.length, nonExistentCount: ids.length - deletedCount };
+      const deletedCount = removed.length;
+      return { deletedCount, unauthorizedCount: items.length - ids.length, nonExistentCount: ids.length - deletedCount, removed };
     }, 'notificationSubscriptions.unsubscribe');
   }
 

@@ -9,6 +9,7 @@ import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
 import { MaxLength } from '../graphql/input-bounds.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import type { User } from '../users/user.entity.js';
+import { UsersService } from '../users/user.service.js';
 import { UserType } from '../users/user.type.js';
 import type { DelegationStatus, DelegationType, OAuthDelegation } from './oauth-delegation.entity.js';
 import { DeleteOAuthDelegationsInput, DeleteOAuthDelegationsPayload, RevokeOAuthDelegationInput, RevokeOAuthDelegationPayload } from './oauth-delegation.inputs.js';
@@ -51,7 +52,7 @@ class DelegationPageArgs {
 
 @ArgsType()
 class UserDelegationPageArgs extends DelegationPageArgs {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The user whose delegations to list.' })
   userId!: string;
 }
 
@@ -64,7 +65,7 @@ function pageRequest(args: DelegationPageArgs, context: Context): DelegationPage
   checkPageArgs(args, MAX_DELEGATION_PAGE_SIZE);
   let after: DelegationPosition | undefined;
   if (args.after) {
-    const position = context.runtime.cursors.decode<{ c?: unknown; i?: unknown }>(DELEGATIONS_CURSOR, args.after, 'cursor');
+    const position = context.runtime.cursors.decode<{ c?: unknown; i?: unknown }>(DELEGATIONS_CURSOR, args.after, 'cursor', delegationsScope(args));
     const createdAt = typeof position.c === 'string' ? new Date(position.c) : undefined;
     if (!createdAt || Number.isNaN(createdAt.getTime()) || typeof position.i !== 'string' || !isUuid(position.i)) {
       throw new InvalidInputError('cursor is not a valid cursor for this list');
@@ -74,11 +75,17 @@ function pageRequest(args: DelegationPageArgs, context: Context): DelegationPage
   return { types: args.types, statuses: args.statuses, first: args.first, after };
 }
 
-function connection(page: DelegationPage, after: DelegationPosition | undefined, context: Context) {
+/** The arguments that choose which delegations are listed: a cursor continues only the list it came from. */
+function delegationsScope(request: { types?: readonly string[] | null; statuses?: readonly string[] | null }) {
+  return { types: request.types, statuses: request.statuses };
+}
+
+function connection(page: DelegationPage, request: DelegationPageRequest, context: Context) {
+  const scope = delegationsScope(request);
   return OAuthDelegationConnection.from({
     ...page,
-    hasPreviousPage: after !== undefined,
-    cursorOf: (delegation) => context.runtime.cursors.encode(DELEGATIONS_CURSOR, { c: delegation.createdAt.toISOString(), i: delegation.id }),
+    hasPreviousPage: request.after !== undefined,
+    cursorOf: (delegation) => context.runtime.cursors.encode(DELEGATIONS_CURSOR, { c: delegation.createdAt.toISOString(), i: delegation.id }, scope),
   });
 }
 
@@ -89,7 +96,7 @@ export class OAuthDelegationResolver {
   async oauthDelegations(@Args(() => UserDelegationPageArgs) args: UserDelegationPageArgs, @Ctx() context: Context) {
     const request = pageRequest(args, context);
     const page = await oauthDelegationsService(context).listForUser(args.userId, request);
-    return connection(page, request.after, context);
+    return connection(page, request, context);
   }
 
   @Authorized<Requirement>('oauth_delegations.read')
@@ -97,8 +104,8 @@ export class OAuthDelegationResolver {
     description: 'One delegation; with `userId`, it must be that user\'s (else NOT_FOUND). The user themself or can_update_user.',
   })
   oauthDelegation(
-    @Arg('id', () => ID) id: string,
-    @Arg('userId', () => ID, { nullable: true }) userId: string | null | undefined,
+    @Arg('id', () => ID, { description: 'The delegation\'s id.' }) id: string,
+    @Arg('userId', () => ID, { nullable: true, description: 'The user it must belong to.' }) userId: string | null | undefined,
     @Ctx() context: Context,
   ): Promise<OAuthDelegation> {
     return oauthDelegationsService(context).get(id, userId ?? undefined);
@@ -121,10 +128,12 @@ export class OAuthDelegationResolver {
       + 'their tokens are refused from the next request on. The user themself or can_update_user.',
   })
   async deleteOAuthDelegations(
-    @Arg('input', () => DeleteOAuthDelegationsInput) input: DeleteOAuthDelegationsInput,
+    @Arg('input', () => DeleteOAuthDelegationsInput, { description: 'What to change: see the input type.' }) input: DeleteOAuthDelegationsInput,
     @Ctx() context: Context,
   ): Promise<DeleteOAuthDelegationsPayload> {
-    return { revokedCount: await oauthDelegationsService(context).revoke(input.userId, input.types) };
+    const revoked = await oauthDelegationsService(context).revoke(input.userId, input.types);
+    const user = await new UsersService(context.em, requirePrincipal(context), context.transactions).get(input.userId);
+    return { revokedCount: revoked.length, revokedOAuthDelegations: revoked, user };
   }
 
   // No `write` requirement: revoking lowers access, so a read-only user may still end a grant they gave.
@@ -135,7 +144,7 @@ export class OAuthDelegationResolver {
       + 'Without userId, an integration app\'s account-wide delegation (OAuthApp.delegation) may be revoked too: account_admin, and a token needs credentials.write.',
   })
   async revokeOAuthDelegation(
-    @Arg('input', () => RevokeOAuthDelegationInput) input: RevokeOAuthDelegationInput,
+    @Arg('input', () => RevokeOAuthDelegationInput, { description: 'What to change: see the input type.' }) input: RevokeOAuthDelegationInput,
     @Ctx() context: Context,
   ): Promise<RevokeOAuthDelegationPayload> {
     return { oauthDelegation: await oauthDelegationsService(context).revokeOne(input.userId ?? undefined, input.id) };
@@ -176,6 +185,6 @@ export class UserOAuthDelegationsResolver {
         return userIds.map((id) => pages.get(id)!);
       }),
     );
-    return connection(await loader.load(user.id), request.after, context);
+    return connection(await loader.load(user.id), request, context);
   }
 }

@@ -111,8 +111,8 @@ export class OAuthDelegationsService {
     policy.assertSelfOrUserManager(this.principal, userId);
   }
 
-  /** Signs the user out of the given apps, synchronously; returns how many delegations this call revoked. */
-  async revoke(userId: string, types: readonly DelegationType[]): Promise<number> {
+  /** Signs the user out of the given apps, synchronously; returns the delegations this call revoked (now REVOKED). */
+  async revoke(userId: string, types: readonly DelegationType[]): Promise<OAuthDelegation[]> {
     if (types.length === 0) throw new InvalidInputError(`type must name at least one of ${REVOCABLE_TYPES.join(', ')}`);
     const refused = types.filter((type) => !REVOCABLE_TYPES.includes(type));
     if (refused.length) {
@@ -128,7 +128,8 @@ export class OAuthDelegationsService {
       }
       // Signing out of the product's apps signs the user's browsers out too: no silent new code.
       const ended = await endUserAccess(em, { accountId: this.principal.accountId, userId }, { principal: this.principal, reason: 'sign_out' }, { types: [...new Set(types)] });
-      return ended.delegations;
+      // Read back after the UPDATE (not from the identity map): the client's cache gets the new status.
+      return ended.delegationIds.length ? em.find(OAuthDelegation, { id: { $in: ended.delegationIds } }, { orderBy: { createdAt: 'desc', id: 'desc' }, refresh: true }) : [];
     }, 'oauthDelegations.revoke');
   }
 

@@ -11,6 +11,11 @@ export const OAuthDelegationTypeEnum = {
 
 registerEnumType(OAuthDelegationTypeEnum, {
   name: 'OAuthDelegationType',
+  valuesConfig: {
+    WEB: { description: 'A sign-in to the web app.' },
+    MOBILE: { description: 'A sign-in to the mobile app.' },
+    INTEGRATION: { description: 'An integration: a chat or third-party app (acting as a user or for the account).' },
+  },
   description: 'What the delegation authorizes: a web app session, the mobile app, or an integration (chat or third-party app).',
 });
 
@@ -21,6 +26,10 @@ export const OAuthDelegationStatusEnum = {
 
 registerEnumType(OAuthDelegationStatusEnum, {
   name: 'OAuthDelegationStatus',
+  valuesConfig: {
+    ISSUED: { description: 'In force: its tokens work until they expire.' },
+    REVOKED: { description: 'Ended: its tokens are refused.' },
+  },
   description: 'An issued delegation\'s token works until it expires; a revoked one\'s never again.',
 });
 
@@ -36,7 +45,7 @@ export class OAuthDelegationObject implements Partial<Record<keyof OAuthDelegati
   @Field(() => ID, { nullable: true, description: 'The user the delegation acts as; null for an integration app\'s account-wide delegation (it acts for the account).' })
   userId!: string | null;
 
-  @Field(() => OAuthDelegationTypeEnum)
+  @Field(() => OAuthDelegationTypeEnum, { description: 'What the delegation authorizes.' })
   delegationType!: DelegationType;
 
   @Field({ description: 'The OAuth client (app) the user authorized.' })
@@ -48,10 +57,10 @@ export class OAuthDelegationObject implements Partial<Record<keyof OAuthDelegati
   @Field({ description: 'The granted OAuth scopes, space-separated (see also `scopes`).' })
   scope!: string;
 
-  @Field(() => OAuthDelegationStatusEnum)
+  @Field(() => OAuthDelegationStatusEnum, { description: 'ISSUED (in force) or REVOKED.' })
   status!: DelegationStatus;
 
-  @Field(() => DateTimeResolver)
+  @Field(() => DateTimeResolver, { description: 'When the delegation was issued.' })
   createdAt!: Date;
 
   @Field(() => DateTimeResolver, { description: 'After this instant the token is refused even while ISSUED.' })

@@ -8,6 +8,8 @@ export interface EndedAccess {
   /** Sign-in sessions (and sign-ins in progress, unredeemed codes) ended. */
   sessions: number;
   delegations: number;
+  /** The delegations this call revoked, for an answer that shows them with their new status. */
+  delegationIds: string[];
 }
 
 /** Which of the user's delegations end with their sessions; all of them unless narrowed. */
@@ -39,12 +41,12 @@ export async function endUserAccess(
   scope: DelegationsToEnd = {},
 ): Promise<EndedAccess> {
   const sessions = await endSignInSessions(em, user.userId);
-  const delegations = await revokeIssued(
+  const delegationIds = await revokeIssued(
     em,
     { accountId: user.accountId, userId: user.userId, types: scope.types, ids: scope.ids, exceptId: scope.keepDelegationId },
     { principal: by.principal, at: by.at ?? new Date(), reason: by.reason, sessions },
   );
-  if (delegations === 0 && sessions > 0) {
+  if (delegationIds.length === 0 && sessions > 0) {
     recordChange(em, {
       accountId: user.accountId,
       action: 'revoke',
@@ -54,7 +56,7 @@ export async function endUserAccess(
       revokesAccess: true,
     });
   }
-  return { sessions, delegations };
+  return { sessions, delegations: delegationIds.length, delegationIds };
 }
 
 /**
@@ -71,7 +73,8 @@ async function endSignInSessions(em: EntityManager, userId: string): Promise<num
 }
 
 /**
- * Revokes, in one conditional UPDATE, every issued delegation of the user matching `types`.
+ * Revokes, in one conditional UPDATE, every issued delegation of the user matching `types`; answers
+ * the ids of the delegations this call revoked.
  * `status = 'issued'` in the condition makes concurrent revocations revoke each row exactly once:
  * the first writer sets revoked_at and the revoking principal; the others find nothing left to do.
  */
@@ -79,8 +82,8 @@ export async function revokeIssued(
   em: EntityManager,
   scope: { accountId: string; userId: string; types?: readonly DelegationType[]; ids?: readonly string[]; exceptId?: string },
   by: { principal?: Principal; at: Date; reason: RevocationReason; sessions?: number },
-): Promise<number> {
-  if (scope.ids?.length === 0) return 0;
+): Promise<string[]> {
+  if (scope.ids?.length === 0) return [];
   const types = scope.types ? [...scope.types] : undefined;
   const conditions = ['account_id = ?', 'user_id = ?', "status = 'issued'"];
   const params: unknown[] = [scope.accountId, scope.userId];
@@ -97,7 +100,7 @@ export async function revokeIssued(
       returning id`,
     [by.at, by.principal?.kind ?? null, by.principal?.credentialId ?? null, by.reason, ...params],
   );
-  if (rows.length === 0) return 0;
+  if (rows.length === 0) return [];
   delegationsRevoked.inc({ reason: by.reason }, rows.length);
   // One record per user, naming every delegation this revocation ended.
   recordChange(em, {
@@ -113,5 +116,5 @@ export async function revokeIssued(
     references: rows.map((row) => ({ type: 'oauth_delegation', id: row.id })),
     revokesAccess: true,
   });
-  return rows.length;
+  return rows.map((row) => row.id);
 }

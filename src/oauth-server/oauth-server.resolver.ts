@@ -155,15 +155,15 @@ function appsService(context: Context): AppsService {
 @InputType({ description: 'The current password proves it is the user; the new one replaces it.' })
 export class ChangeMyPasswordInput {
   @MaxLength(PASSWORD_MAX_LENGTH)
-  @Field()
+  @Field({ description: 'The password in use now (BAD_USER_INPUT with code INCORRECT when wrong).' })
   currentPassword!: string;
 
   @MaxLength(PASSWORD_MAX_LENGTH)
-  @Field()
+  @Field({ description: 'The new password (its length bounds are in the error when it is refused).' })
   newPassword!: string;
 }
 
-@ObjectType()
+@ObjectType({ description: 'What changeMyPassword did.' })
 export class ChangeMyPasswordPayload {
   @Field({ description: 'True once the new password is in place.' })
   changed!: boolean;
@@ -257,10 +257,10 @@ export class OAuthServerResolver {
   @Mutation(() => ChangeMyPasswordPayload, {
     description: 'Changes the calling user\'s own sign-in password. Needs a credential that may write the user: the user\'s API key (not a read-only role) '
       + 'or a first-party app\'s token with users.write (never a third-party app\'s or an integration\'s token). The current password is required '
-      + '(FORBIDDEN when wrong; wrong ones count against the sign-in form\'s limits, RATE_LIMITED past them). A change revokes the user\'s other sign-in '
+      + '(BAD_USER_INPUT with extensions.fields code INCORRECT at input.currentPassword when wrong; wrong ones count against the sign-in form\'s limits, RATE_LIMITED past them). A change revokes the user\'s other sign-in '
       + 'sessions and OAuth delegations (not the API keys).',
   })
-  async changeMyPassword(@Arg('input', () => ChangeMyPasswordInput) input: ChangeMyPasswordInput, @Ctx() context: Context): Promise<ChangeMyPasswordPayload> {
+  async changeMyPassword(@Arg('input', () => ChangeMyPasswordInput, { description: 'What to change: see the input type.' }) input: ChangeMyPasswordInput, @Ctx() context: Context): Promise<ChangeMyPasswordPayload> {
     const principal = requirePrincipal(context);
     if (!isUserPrincipal(principal)) throw new InvalidInputError('this credential acts for the account, not a user: there is no own password to change');
     await changeOwnPassword({

@@ -93,7 +93,12 @@ export async function changeOwnPassword(change: PasswordChange): Promise<void> {
   if (principal.kind === 'oauth' && !principal.firstParty) {
     throw new ForbiddenError('A third-party app\'s or an integration\'s token may not change the user\'s password; use a first-party app or an API key.');
   }
-  validatePassword(change.newPassword);
+  try {
+    validatePassword(change.newPassword);
+  } catch (error) {
+    if (!(error instanceof InvalidInputError)) throw error;
+    throw InvalidInputError.ofFields([{ path: ['input', 'newPassword'], code: 'INVALID', message: `newPassword: ${error.details[0]}` }]);
+  }
   const [row] = await em.execute<{ email: string; password_hash: string | null }[]>(
     'select u.email, p.password_hash from users u left join user_passwords p on p.user_id = u.id where u.id = ? and u.account_id = ? and u.deleted_at is null',
     [principal.userId, principal.accountId],
@@ -102,7 +107,8 @@ export async function changeOwnPassword(change: PasswordChange): Promise<void> {
   const attempt = await beginSignInAttempt(em, row.email, change.address, change.limits);
   if (!attempt.allowed) throw new RateLimitedError(attempt.retryAfterSeconds);
   if (!(await verifyPassword(row.password_hash ?? (await decoy()), change.currentPassword)) || row.password_hash === null) {
-    throw new ForbiddenError('The current password is not correct.');
+    // A form's mistake, not a lack of rights: the field to correct, as every other input problem.
+    throw InvalidInputError.ofFields([{ path: ['input', 'currentPassword'], code: 'INCORRECT', message: 'currentPassword is not correct.' }]);
   }
   await attempt.succeeded();
   // Hashed before the transaction: the user's row lock is not held through argon2's work.

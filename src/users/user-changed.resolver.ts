@@ -15,6 +15,7 @@ type UserChangeKind = (typeof UserChangeKindEnum)[keyof typeof UserChangeKindEnu
 
 registerEnumType(UserChangeKindEnum, {
   name: 'UserChangeKind',
+  description: 'What happened to a user followed by `userChanged`.',
   valuesConfig: {
     UPDATED: { description: 'Presented fields changed (`changedFields`).' },
     DELETED: { description: 'The user was deleted; `user` is null.' },
@@ -26,10 +27,10 @@ registerEnumType(UserChangeKindEnum, {
 
 @ObjectType({ description: 'A change of a user, seen by a `userChanged` subscription.' })
 export class UserChangedEvent {
-  @Field(() => UserChangeKindEnum)
+  @Field(() => UserChangeKindEnum, { description: 'What happened to the user.' })
   kind!: UserChangeKind;
 
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The user\'s id.' })
   userId!: string;
 
   @Field(() => [String], { description: 'The presented fields that changed (GraphQL names); empty when unknown, on RESYNC and DELETED.' })
@@ -103,7 +104,7 @@ export class UserChangedResolver {
       return live.userEvents(args.id as string);
     },
   })
-  userChanged(@Arg('id', () => ID) id: string, @Root() message: LiveMessage, @Ctx() context: Context): UserChangedEvent {
+  userChanged(@Arg('id', () => ID, { description: 'The user to follow.' }) id: string, @Root() message: LiveMessage, @Ctx() context: Context): UserChangedEvent {
     freshEventScope(context);
     const fields = message.kind === 'change' ? (message.change.fields ?? []) : [];
     return { kind: kindOf(message), userId: id, changedFields: fields.flatMap((name) => GRAPHQL_FIELD_NAMES.get(name) ?? []), message };

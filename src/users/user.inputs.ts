@@ -23,14 +23,14 @@ export class CreateUserInput {
   timeZone?: string;
 
   @MaxLength(USER_FIELD_LIMITS.color)
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { description: 'The color the user is shown with (a color name); default set by the account.', nullable: true })
   color?: string;
 
-  @Field(() => UserRoleEnum, { nullable: true })
+  @Field(() => UserRoleEnum, { description: 'The user\'s role; default USER; OWNER cannot be assigned.', nullable: true })
   role?: UserRole;
 
   @MaxLength(USER_FIELD_LIMITS.description)
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { description: 'A free-text bio, at most 1024 characters.', nullable: true })
   description?: string | null;
 
   @MaxLength(USER_FIELD_LIMITS.jobTitle)
@@ -47,26 +47,26 @@ export class CreateUserInput {
 
 @InputType({ description: 'Changes to one user: only the fields given change. name, email, timeZone, color and role are omitted to keep them (null is refused); description and jobTitle take null to clear them.' })
 export class UpdateUserInput {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The user to change.' })
   id!: string;
 
   @MaxLength(USER_FIELD_LIMITS.name)
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { description: 'The new name, 1 to 100 characters.', nullable: true })
   name?: string;
 
   @MaxLength(USER_FIELD_LIMITS.email.max)
-  @Field(() => EmailAddressResolver, { nullable: true })
+  @Field(() => EmailAddressResolver, { description: 'The new email, unique in the account ignoring case.', nullable: true })
   email?: string;
 
   @MaxLength(USER_FIELD_LIMITS.timeZone)
-  @Field(() => TimeZoneScalar, { nullable: true })
+  @Field(() => TimeZoneScalar, { description: 'The new IANA time zone.', nullable: true })
   timeZone?: string;
 
   @MaxLength(USER_FIELD_LIMITS.color)
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { description: 'The new color name.', nullable: true })
   color?: string;
 
-  @Field(() => UserRoleEnum, { nullable: true })
+  @Field(() => UserRoleEnum, { description: 'The new role (can_update_user only; never OWNER, never the owner\'s).', nullable: true })
   role?: UserRole;
 
   @MaxLength(USER_FIELD_LIMITS.description)
@@ -94,51 +94,51 @@ export class UpdateUserInput {
 
 @InputType({ description: 'Up to 100 user changes, applied all or nothing.' })
 export class UpdateUsersInput {
-  @Field(() => [UpdateUserInput])
+  @Field(() => [UpdateUserInput], { description: '1 to 100 changes, each to a different user.' })
   users!: UpdateUserInput[];
 }
 
 @InputType({ description: 'Users holding every value given here (at least one); the email is compared ignoring case. Each is one index look-up.' })
 export class UserMatchInput {
   @MaxLength(USER_FIELD_LIMITS.searchQuery)
-  @Field(() => ID, { nullable: true })
+  @Field(() => ID, { description: 'A user id.', nullable: true })
   id?: string | null;
 
   @MaxLength(USER_FIELD_LIMITS.email.max)
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { description: 'An email, compared ignoring case.', nullable: true })
   email?: string | null;
 
   @MaxLength(USER_FIELD_LIMITS.externalId)
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { description: 'The identity provider\'s id of the user.', nullable: true })
   externalId?: string | null;
 }
 
-@InputType()
+@InputType({ description: 'The user to delete.' })
 export class DeleteUserInput {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The user to delete.' })
   id!: string;
 }
 
-@ObjectType()
+@ObjectType({ description: 'What createUser created.' })
 export class CreateUserPayload {
-  @Field(() => UserType)
+  @Field(() => UserType, { description: 'The new user.' })
   user!: User;
 }
 
-@ObjectType()
+@ObjectType({ description: 'What updateUser changed.' })
 export class UpdateUserPayload {
-  @Field(() => UserType)
+  @Field(() => UserType, { description: 'The user as it is now.' })
   user!: UserRow;
 }
 
-@ObjectType()
+@ObjectType({ description: 'What updateUsers changed.' })
 export class UpdateUsersPayload {
-  @Field(() => [UserType])
+  @Field(() => [UserType], { description: 'The users as they are now, in request order.' })
   users!: UserRow[];
 }
 
-@ObjectType()
+@ObjectType({ description: 'What deleteUser deleted.' })
 export class DeleteUserPayload {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The id of the deleted user (evict it from a client cache).' })
   deletedUserId!: string;
 }

@@ -79,7 +79,7 @@ export class UserResolver {
 
   @Authorized<Requirement>('users.read')
   @Query(() => UserType, { description: 'A user of the account; NOT_FOUND for deleted users and other accounts\' ids.' })
-  user(@Arg('id', () => ID) id: string, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UserRow> {
+  user(@Arg('id', () => ID, { description: 'The user\'s id.' }) id: string, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UserRow> {
     return userReads(context).get(id, selectedFieldNames(info));
   }
 
@@ -88,7 +88,9 @@ export class UserResolver {
   async users(@Args(() => UsersArgs) args: UsersArgs, @Ctx() context: Context, @Info() info: GraphQLResolveInfo) {
     const offset = checkPageArgs(args, MAX_PAGE_SIZE);
     checkMatches(args);
-    const after = args.after ? context.runtime.cursors.decode<{ n: string; i: string }>(USERS_CURSOR, args.after, 'after') : undefined;
+    // A page of a search continues only that search.
+    const scope = { query: args.query?.trim() || null, match: args.match };
+    const after = args.after ? context.runtime.cursors.decode<{ n: string; i: string }>(USERS_CURSOR, args.after, 'after', scope) : undefined;
     const page = userReads(context).list(
       { query: args.query, match: args.match, first: args.first, offset, after: after ? { name: after.n, id: after.i } : undefined },
       selectedFieldNames(info, ['nodes'], ['edges', 'node']),
@@ -96,31 +98,31 @@ export class UserResolver {
     return UserConnection.deferred({
       ...page,
       hasPreviousPage: Boolean(after) || offset > 0,
-      cursorOf: (user) => context.runtime.cursors.encode(USERS_CURSOR, { n: user.name, i: user.id }),
+      cursorOf: (user) => context.runtime.cursors.encode(USERS_CURSOR, { n: user.name, i: user.id }, scope),
     });
   }
 
   @Authorized<Requirement>('users.write', 'write', 'can_update_user')
-  @Mutation(() => CreateUserPayload)
-  async createUser(@Arg('input', () => CreateUserInput) input: CreateUserInput, @Ctx() context: Context): Promise<CreateUserPayload> {
+  @Mutation(() => CreateUserPayload, { description: 'Creates a user of the account. can_update_user.' })
+  async createUser(@Arg('input', () => CreateUserInput, { description: 'What to change: see the input type.' }) input: CreateUserInput, @Ctx() context: Context): Promise<CreateUserPayload> {
     return { user: await usersService(context).create(input) };
   }
 
   @Authorized<Requirement>('users.write', 'write')
   @Mutation(() => UpdateUserPayload, { description: 'Users may change their own profile (not their role); can_update_user changes anyone, except that only the owner changes the owner\'s email and only that admin or the owner an admin\'s (a provisioning token, over SCIM, may change any). FORBIDDEN comes before any other answer.' })
-  async updateUser(@Arg('input', () => UpdateUserInput) input: UpdateUserInput, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UpdateUserPayload> {
+  async updateUser(@Arg('input', () => UpdateUserInput, { description: 'What to change: see the input type.' }) input: UpdateUserInput, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UpdateUserPayload> {
     return { user: await usersService(context).update(input, selectedFieldNames(info, ['user'])) };
   }
 
   @Authorized<Requirement>('users.write', 'write')
   @Mutation(() => UpdateUsersPayload, { description: 'All or nothing: one invalid element fails the whole call and changes nothing.' })
-  async updateUsers(@Arg('input', () => UpdateUsersInput) input: UpdateUsersInput, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UpdateUsersPayload> {
+  async updateUsers(@Arg('input', () => UpdateUsersInput, { description: 'What to change: see the input type.' }) input: UpdateUsersInput, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UpdateUsersPayload> {
     return { users: await usersService(context).updateMany(input.users, selectedFieldNames(info, ['users'])) };
   }
 
   @Authorized<Requirement>('users.write', 'write', 'can_update_user')
   @Mutation(() => DeleteUserPayload, { description: 'Revokes the user\'s keys and delegations, invalidates the calendar key and removes subscriptions, in one transaction.' })
-  async deleteUser(@Arg('input', () => DeleteUserInput) input: DeleteUserInput, @Ctx() context: Context): Promise<DeleteUserPayload> {
+  async deleteUser(@Arg('input', () => DeleteUserInput, { description: 'What to change: see the input type.' }) input: DeleteUserInput, @Ctx() context: Context): Promise<DeleteUserPayload> {
     await usersService(context).delete(input.id);
     return { deletedUserId: input.id };
   }

@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/sql';
 import { Account } from '../accounts/account.entity.js';
 import { canUpdateUser, isUserPrincipal, type Principal } from '../auth/principal.js';
 import { policy } from '../auth/policy.js';
-import { DuplicateValueError, ForbiddenError, InvalidInputError, NotFoundError, StaleVersionError } from '../errors/domain-errors.js';
+import { DuplicateValueError, ForbiddenError, InvalidInputError, NotFoundError, StaleVersionError, type FieldProblem } from '../errors/domain-errors.js';
 import { PUBLIC_ID_PATTERN, newPublicId } from '../db/public-id.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { recordChange } from '../db/change-journal.js';
@@ -12,7 +12,7 @@ import type { UserLifecycleHooks } from './user-lifecycle.js';
 import { lockLiveUser } from './user-locks.js';
 import type { UserRow } from './user.reads.js';
 import { UserWrites, userChangedFields, type LockedUser, type UserPatch } from './user.writes.js';
-import { normalizeEmail, validateUserFields, type UserFields } from './user.validation.js';
+import { normalizeEmail, userFieldProblems, validateUserFields, type UserFieldProblem, type UserFields } from './user.validation.js';
 
 export const MAX_USERS_PER_BULK_UPDATE = 100;
 export const MAX_PAGE_SIZE = 100;
@@ -54,8 +54,8 @@ export class UsersService {
   /** `active: false` creates the user suspended (an identity provider may provision a user it has not yet let in). */
   async create(fields: UserFields & { active?: boolean | null }): Promise<User> {
     policy.assertCanUpdateUsers(this.principal);
-    const problems = validateUserFields(fields, { creating: true });
-    if (problems.length) throw new InvalidInputError(problems);
+    const problems = userFieldProblems(fields, { creating: true });
+    if (problems.length) throw InvalidInputError.ofFields(problems.map((problem) => inputFieldProblem(['input'], problem)));
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.transactions.run(this.em, async (em) => {
@@ -112,7 +112,10 @@ export class UsersService {
       // Every target row is locked before any is changed, in one statement in id order: whatever
       // order clients list users in, overlapping updates queue up instead of deadlocking.
       const byId = new Map((await writes.lockForUpdate(patches.map((patch) => patch.id))).map((user) => [user.id, user]));
-      const problems: string[] = [];
+      const problems: FieldProblem[] = [];
+      const at = (index: number) => (options.single ? ['input'] : ['input', 'users', index]);
+      const problem = (index: number, field: string, code: string, detail: string) =>
+        problems.push({ path: [...at(index), field], code, message: `${label(index)}${field} ${detail}` });
       const seen = new Set<string>();
       const emails = new Map<string, number>();
 
@@ -120,27 +123,27 @@ export class UsersService {
         const user = byId.get(patch.id);
         if (!user) {
           if (options.single) throw new NotFoundError('user');
-          problems.push(`${label(index)}id ${patch.id} is not a user of this account`);
+          problem(index, 'id', 'NOT_FOUND', `${patch.id} is not a user of this account`);
           return;
         }
-        if (seen.has(patch.id)) problems.push(`${label(index)}id ${patch.id} appears more than once`);
+        if (seen.has(patch.id)) problem(index, 'id', 'DUPLICATE', `${patch.id} appears more than once`);
         seen.add(patch.id);
         // Authorization decides first: someone who may not change the user learns nothing, not even that it changed.
         this.assertMayChange(user, patch);
         if (patch.expectedVersion != null && patch.expectedVersion !== user.version) throw new StaleVersionError();
-        if (patch.active === false && user.role === 'owner') problems.push(`${label(index)}the account owner cannot be suspended`);
-        problems.push(...validateUserFields(patch, { creating: false, prefix: label(index) }));
+        if (patch.active === false && user.role === 'owner') problems.push({ path: [...at(index), 'active'], code: 'NOT_ALLOWED', message: `${label(index)}the account owner cannot be suspended` });
+        for (const fieldProblem of userFieldProblems(patch, { creating: false })) problems.push(inputFieldProblem(at(index), fieldProblem, label(index)));
         if (patch.role !== undefined && patch.role !== user.role && user.role === 'owner') {
-          problems.push(`${label(index)}role of the account owner cannot be changed`);
+          problem(index, 'role', 'NOT_ALLOWED', 'of the account owner cannot be changed');
         }
         // A null email is refused above; only a string takes part in the duplicate check.
         if (typeof patch.email === 'string') {
           const email = normalizeEmail(patch.email);
-          if (emails.has(email)) problems.push(`${label(index)}email is also given to users[${emails.get(email)}]`);
+          if (emails.has(email)) problem(index, 'email', 'DUPLICATE', `is also given to users[${emails.get(email)}]`);
           emails.set(email, index);
         }
       });
-      if (problems.length) throw new InvalidInputError(problems);
+      if (problems.length) throw InvalidInputError.ofFields(problems);
 
       // Emails that change, checked against the other users of the account in one statement; the
       // first element asking for a taken one is reported. Users of this batch may hand theirs on:
@@ -251,4 +254,9 @@ export async function createAccountOwner(em: EntityManager, account: Account, fi
   await em.persist(owner).flush();
   recordChange(em, { accountId: account.id, action: 'create', resource: { type: 'user', id: owner.id, summary: owner.name }, userId: owner.id, fields: createdFields(owner) });
   return owner;
+}
+
+/** A user field's problem as a form error: the path under the operation's argument, the message naming the field as GraphQL does. */
+function inputFieldProblem(base: (string | number)[], problem: UserFieldProblem, label = ''): FieldProblem {
+  return { path: [...base, problem.field], code: problem.code, message: `${label}${problem.field} ${problem.detail}` };
 }

@@ -21,6 +21,16 @@ export const UserRoleEnum = {
 
 registerEnumType(UserRoleEnum, {
   name: 'UserRole',
+  valuesConfig: {
+    OWNER: { description: 'The account\'s owner: everything, and cannot be changed through the API.' },
+    ADMIN: { description: 'Manages users and the account.' },
+    USER: { description: 'A responder who may change what they are responsible for.' },
+    LIMITED_USER: { description: 'A responder with fewer rights.' },
+    OBSERVER: { description: 'Sees, without acting.' },
+    RESTRICTED_ACCESS: { description: 'Sees only what they are given.' },
+    READ_ONLY_USER: { description: 'Sees everything a user does, changes nothing.' },
+    READ_ONLY_LIMITED_USER: { description: 'Sees what a limited user does, changes nothing.' },
+  },
   description: 'A user\'s role; `OWNER` and `ADMIN` hold can_update_user. Nobody can be made `OWNER` through the API.',
 });
 
@@ -32,13 +42,13 @@ registerEnumType(UserRoleEnum, {
  */
 @ObjectType('User', { description: 'A member of the account who can interact with incidents and other data.', simpleResolvers: true })
 export class UserType implements Partial<Record<keyof User, unknown>> {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The user\'s public id.' })
   id!: string;
 
-  @Field()
+  @Field({ description: 'The user\'s name.' })
   name!: string;
 
-  @Field(() => EmailAddressResolver)
+  @Field(() => EmailAddressResolver, { description: 'The user\'s email, unique in the account ignoring case.' })
   email!: string;
 
   @Field(() => TimeZoneScalar, { description: 'IANA time zone name.' })
@@ -47,22 +57,22 @@ export class UserType implements Partial<Record<keyof User, unknown>> {
   @Field({ description: 'The schedule color.' })
   color!: string;
 
-  @Field(() => UserRoleEnum)
+  @Field(() => UserRoleEnum, { description: 'The user\'s role in the account.' })
   role!: UserRole;
 
   @Field(() => String, { nullable: true, description: 'The user\'s bio.' })
   description!: string | null;
 
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { description: 'The user\'s job title.', nullable: true })
   jobTitle!: string | null;
 
   @Field({ description: 'True while the user has an outstanding invitation.' })
   invitationSent!: boolean;
 
-  @Field()
+  @Field({ description: 'Whether single sign-on created the user (just-in-time provisioning).' })
   createdViaSso!: boolean;
 
-  @Field(() => DateTimeResolver)
+  @Field(() => DateTimeResolver, { description: 'When the user was created.' })
   createdAt!: Date;
 
   @Field(() => DateTimeResolver, { description: 'When the user last changed.' })
@@ -87,7 +97,7 @@ export class UserType implements Partial<Record<keyof User, unknown>> {
   @PlainResolver<UserSource, Context>((user, context) => `${context.runtime.urls.web}/users/${user.id}`)
   htmlUrl!: string;
 
-  @Field(() => URLScalar)
+  @Field(() => URLScalar, { description: 'A URL of the user\'s avatar image.' })
   @PlainResolver<UserSource, Context>((user, context) => user.avatarUrl ?? `${context.runtime.urls.web}/assets/blank-avatar.png`)
   avatarUrl!: string;
 }

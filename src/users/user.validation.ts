@@ -59,47 +59,67 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-/** Problems with the given fields, each naming its field (`prefix` names the element in a bulk update). */
-export function validateUserFields(fields: UserFields, options: { creating: boolean; prefix?: string }): string[] {
-  const problems: string[] = [];
-  const at = (field: string) => `${options.prefix ?? ''}${field}`;
+/** A problem of one user field: the field's (camelCase) name, a stable code, and what is wrong, without the field's name. */
+export interface UserFieldProblem {
+  field: keyof UserFields;
+  code: 'REQUIRED' | 'INVALID' | 'TOO_LONG' | 'NOT_NULL' | 'NOT_ALLOWED';
+  detail: string;
+}
+
+/** REST's names of the fields whose names differ from GraphQL's. */
+const REST_FIELD_NAMES: Partial<Record<keyof UserFields, string>> = { timeZone: 'time_zone', jobTitle: 'job_title', externalId: 'external_id' };
+
+/** The REST name of a user field (snake_case), as REST messages name it. */
+export function restUserFieldName(field: keyof UserFields): string {
+  return REST_FIELD_NAMES[field] ?? field;
+}
+
+/** Every problem with the given fields at once (not the first found). */
+export function userFieldProblems(fields: UserFields, options: { creating: boolean }): UserFieldProblem[] {
+  const problems: UserFieldProblem[] = [];
+  const problem = (field: keyof UserFields, code: UserFieldProblem['code'], detail: string) => problems.push({ field, code, detail });
   // Only description and job title can be cleared; the other fields are omitted to keep them,
   // and a client's null (which the types above do not admit) is refused here, before any use.
   const refusedNull = (['name', 'email', 'timeZone', 'color', 'role'] as const).filter((field) => (fields[field] as unknown) === null);
-  for (const field of refusedNull) problems.push(`${at(field === 'timeZone' ? 'time_zone' : field)} must not be null (omit it to keep the current value)`);
+  for (const field of refusedNull) problem(field, 'NOT_NULL', 'must not be null (omit it to keep the current value)');
   const given = <T>(value: T) => (value === null ? undefined : value);
   const name = given(fields.name), email = given(fields.email), timeZone = given(fields.timeZone), color = given(fields.color), role = given(fields.role);
   const { description, jobTitle } = fields;
 
   if (name === undefined) {
-    if (options.creating && !refusedNull.includes('name')) problems.push(`${at('name')} is required`);
-  } else if (typeof name !== 'string' || name.trim() === '') problems.push(`${at('name')} must not be empty`);
-  else if (name.trim().length > USER_FIELD_LIMITS.name) problems.push(`${at('name')} must be at most ${USER_FIELD_LIMITS.name} characters`);
+    if (options.creating && !refusedNull.includes('name')) problem('name', 'REQUIRED', 'is required');
+  } else if (typeof name !== 'string' || name.trim() === '') problem('name', 'REQUIRED', 'must not be empty');
+  else if (name.trim().length > USER_FIELD_LIMITS.name) problem('name', 'TOO_LONG', `must be at most ${USER_FIELD_LIMITS.name} characters`);
 
   if (email === undefined) {
-    if (options.creating && !refusedNull.includes('email')) problems.push(`${at('email')} is required`);
-  } else if (typeof email !== 'string' || !EMAIL_PATTERN.test(email.trim())) problems.push(`${at('email')} is not a valid email address`);
+    if (options.creating && !refusedNull.includes('email')) problem('email', 'REQUIRED', 'is required');
+  } else if (typeof email !== 'string' || !EMAIL_PATTERN.test(email.trim())) problem('email', 'INVALID', 'is not a valid email address');
   else if (email.trim().length < USER_FIELD_LIMITS.email.min || email.trim().length > USER_FIELD_LIMITS.email.max) {
-    problems.push(`${at('email')} must be ${USER_FIELD_LIMITS.email.min} to ${USER_FIELD_LIMITS.email.max} characters`);
+    problem('email', 'INVALID', `must be ${USER_FIELD_LIMITS.email.min} to ${USER_FIELD_LIMITS.email.max} characters`);
   }
 
   if (timeZone !== undefined && (typeof timeZone !== 'string' || timeZone.length > USER_FIELD_LIMITS.timeZone || !isIanaTimeZone(timeZone))) {
-    problems.push(`${at('time_zone')} must be an IANA time zone name such as "America/Lima"`);
+    problem('timeZone', 'INVALID', 'must be an IANA time zone name such as "America/Lima"');
   }
   if (color !== undefined && (typeof color !== 'string' || color.trim() === '' || color.length > USER_FIELD_LIMITS.color)) {
-    problems.push(`${at('color')} must be a color name of at most ${USER_FIELD_LIMITS.color} characters`);
+    problem('color', 'INVALID', `must be a color name of at most ${USER_FIELD_LIMITS.color} characters`);
   }
-  if (role !== undefined && !isUserRole(role)) problems.push(`${at('role')} must be one of ${USER_ROLES.join(', ')}`);
-  if (role === 'owner') problems.push(`${at('role')} owner cannot be assigned through the API`);
+  if (role !== undefined && !isUserRole(role)) problem('role', 'INVALID', `must be one of ${USER_ROLES.join(', ')}`);
+  if (role === 'owner') problem('role', 'NOT_ALLOWED', 'owner cannot be assigned through the API');
   if (description !== undefined && description !== null && (typeof description !== 'string' || description.length > USER_FIELD_LIMITS.description)) {
-    problems.push(`${at('description')} must be a string of at most ${USER_FIELD_LIMITS.description} characters, or null`);
+    problem('description', 'TOO_LONG', `must be a string of at most ${USER_FIELD_LIMITS.description} characters, or null`);
   }
   if (jobTitle !== undefined && jobTitle !== null && (typeof jobTitle !== 'string' || jobTitle.length > USER_FIELD_LIMITS.jobTitle)) {
-    problems.push(`${at('job_title')} must be at most ${USER_FIELD_LIMITS.jobTitle} characters`);
+    problem('jobTitle', 'TOO_LONG', `must be at most ${USER_FIELD_LIMITS.jobTitle} characters`);
   }
   const { externalId } = fields;
   if (externalId !== undefined && externalId !== null && (typeof externalId !== 'string' || externalId.trim() === '' || externalId.length > USER_FIELD_LIMITS.externalId)) {
-    problems.push(`${at('external_id')} must be 1 to ${USER_FIELD_LIMITS.externalId} characters, or null`);
+    problem('externalId', 'INVALID', `must be 1 to ${USER_FIELD_LIMITS.externalId} characters, or null`);
   }
   return problems;
+}
+
+/** Problems with the given fields, each naming its field by its REST name (`prefix` names the element in a bulk update). */
+export function validateUserFields(fields: UserFields, options: { creating: boolean; prefix?: string }): string[] {
+  return userFieldProblems(fields, options).map((problem) => `${options.prefix ?? ''}${restUserFieldName(problem.field)} ${problem.detail}`);
 }

@@ -14,6 +14,7 @@ import { User } from '../../src/users/user.entity.js';
 import type { UserRole } from '../../src/auth/roles.js';
 import { openTestDatabase, type TestDatabase, type TestDatabaseOptions } from './database.js';
 import { assertMatchesReference, ServedDocumentChecker } from './openapi.js';
+import { DEFAULT_MAX_COST } from '../../src/graphql/cost.js';
 
 export const TEST_SETTINGS: AppSettings = {
   publicApiUrl: 'https://api.test.example',
@@ -24,7 +25,7 @@ export const TEST_SETTINGS: AppSettings = {
   landingPage: false,
   corsOrigins: ['https://app.test.example'],
   graphqlMaxDepth: 12,
-  graphqlMaxCost: 20_000,
+  graphqlMaxCost: DEFAULT_MAX_COST,
 };
 
 export type Credential = { token: string } | { bearer: string } | { header: string } | undefined;

@@ -36,6 +36,7 @@ export type AccessRevocationReason =
   /** The credential's user was suspended. */
   | 'USER_SUSPENDED';
 
+/** What an `auditRecordAdded` event says. */
 export type AuditRecordAddedKind =
   /** A record was appended (`record`). */
   | 'ADDED'
@@ -56,34 +57,25 @@ export type AuditRecordFilter = {
   methodType: InputMaybe<Scalars['String']['input']>;
   /** Plural resource types of the root resource, e.g. `users`. */
   rootResourceTypes: InputMaybe<Array<Scalars['String']['input']>>;
+  /** Start of the window; default 24 hours before `until`. */
   since: InputMaybe<Scalars['DateTime']['input']>;
+  /** End of the window (at most 31 days after `since`); default now. */
   until: InputMaybe<Scalars['DateTime']['input']>;
 };
 
 /** The current password proves it is the user; the new one replaces it. */
 export type ChangeMyPasswordInput = {
+  /** The password in use now (BAD_USER_INPUT with code INCORRECT when wrong). */
   currentPassword: Scalars['String']['input'];
+  /** The new password (its length bounds are in the error when it is refused). */
   newPassword: Scalars['String']['input'];
-};
-
-/** The account's identity provider: exactly one of oidc and saml. */
-export type ConfigureSingleSignOnInput = {
-  /** True: a user the provider vouches for and the account lacks is created (role user). */
-  jit: Scalars['Boolean']['input'];
-  /** Shown as "Sign in with <name>" (default: the provider's host name). */
-  name: InputMaybe<Scalars['String']['input']>;
-  /** An OpenID Connect provider. */
-  oidc: InputMaybe<OidcIdentityProviderInput>;
-  /** True: the account's users may sign in only through the provider (passwords stop working). */
-  requireSso: Scalars['Boolean']['input'];
-  /** A SAML 2.0 provider. */
-  saml: InputMaybe<SamlIdentityProviderInput>;
 };
 
 /** Subscribes a user to 1 to 100 distinct entities, in one transaction. */
 export type CreateNotificationSubscriptionsInput = {
   /** 1 to 100 entities, none twice. */
   subscribables: Array<NotificationSubscribableInput>;
+  /** The user to subscribe. */
   userId: Scalars['ID']['input'];
 };
 
@@ -91,7 +83,9 @@ export type CreateNotificationSubscriptionsInput = {
 export type CreateUserInput = {
   /** False creates the user suspended. Defaults to true. */
   active: InputMaybe<Scalars['Boolean']['input']>;
+  /** The color the user is shown with (a color name); default set by the account. */
   color: InputMaybe<Scalars['String']['input']>;
+  /** A free-text bio, at most 1024 characters. */
   description: InputMaybe<Scalars['String']['input']>;
   /** 6 to 100 characters, unique in the account ignoring case. */
   email: Scalars['EmailAddress']['input'];
@@ -101,25 +95,23 @@ export type CreateUserInput = {
   jobTitle: InputMaybe<Scalars['String']['input']>;
   /** At most 100 characters. */
   name: Scalars['String']['input'];
+  /** The user's role; default USER; OWNER cannot be assigned. */
   role: InputMaybe<UserRole>;
   /** Defaults to the account's time zone. */
   timeZone: InputMaybe<Scalars['TimeZone']['input']>;
-};
-
-/** The app to delete. */
-export type DeleteOAuthAppInput = {
-  /** The app's client id. */
-  clientId: Scalars['ID']['input'];
 };
 
 /** Signs a user out of apps: revokes every ISSUED delegation of the user of these types. */
 export type DeleteOAuthDelegationsInput = {
   /** MOBILE (sign out of the mobile app) and/or WEB (sign out of the web app); INTEGRATION is refused. */
   types: Array<OAuthDelegationType>;
+  /** The user to sign out. */
   userId: Scalars['ID']['input'];
 };
 
+/** The user to delete. */
 export type DeleteUserInput = {
+  /** The user to delete. */
   id: Scalars['ID']['input'];
 };
 
@@ -127,16 +119,20 @@ export type DeleteUserInput = {
 export type NotificationSubscribableInput = {
   /** The entity's public id (e.g. "PD1234"); at most 255 characters. */
   subscribableId: Scalars['String']['input'];
+  /** The entity's kind. */
   subscribableType: NotificationSubscribableType;
 };
 
 /** The kind of entity a user may subscribe to. */
 export type NotificationSubscribableType =
+  /** A business service. */
   | 'BUSINESS_SERVICE'
+  /** An incident. */
   | 'INCIDENT';
 
 /** The kind of subscriber; users are the only subscribers for now. */
 export type NotificationSubscriberType =
+  /** A user. */
   | 'USER';
 
 /** What a subscribe call did for one entity. */
@@ -148,132 +144,88 @@ export type NotificationSubscriptionResult =
   /** The entity is not one of the caller's account (unknown to its registry); nothing changed. */
   | 'UNAUTHORIZED';
 
-/** MOBILE: public client (PKCE, no secret). WEB: first-party confidential client. THIRD_PARTY: confidential, users consent. INTEGRATION: acts for the account (client credentials). SPA: a browser app, public (PKCE, no secret, exact redirect URIs), its sign-ins WEB delegations that end 24 hours after sign-in. */
+/** MOBILE: public client (PKCE, no secret). WEB: first-party confidential client. THIRD_PARTY: confidential, users consent. INTEGRATION: acts for the account (client credentials). */
 export type OAuthAppKind =
-  /** Acts for the whole account with client credentials (secret); no user, no redirect URI; its rights are its scopes. */
+  /** An integration acting for the account (client credentials). */
   | 'INTEGRATION'
-  /** The product's mobile app: a public client (authorization code + PKCE, no secret); private-use scheme, https or loopback redirect URIs. */
+  /** The first-party mobile app (public client, PKCE). */
   | 'MOBILE'
-  /** A browser app: public (PKCE, no secret), exact https redirect URIs; refresh tokens rotate on every use and end 24 hours after sign-in; its sign-ins are WEB delegations. */
-  | 'SPA'
-  /** Another company's app: confidential (secret); users see a consent page; never holds credentials.* scopes. */
+  /** A third-party app acting as users who consent. */
   | 'THIRD_PARTY'
-  /** The product's server-side web app: a confidential client (secret) that signs users in without a consent page. */
+  /** The first-party web app (confidential client). */
   | 'WEB';
 
 /** An issued delegation's token works until it expires; a revoked one's never again. */
 export type OAuthDelegationStatus =
+  /** In force: its tokens work until they expire. */
   | 'ISSUED'
+  /** Ended: its tokens are refused. */
   | 'REVOKED';
 
 /** What the delegation authorizes: a web app session, the mobile app, or an integration (chat or third-party app). */
 export type OAuthDelegationType =
+  /** An integration: a chat or third-party app (acting as a user or for the account). */
   | 'INTEGRATION'
+  /** A sign-in to the mobile app. */
   | 'MOBILE'
+  /** A sign-in to the web app. */
   | 'WEB';
 
-/** An OpenID Connect identity provider. */
-export type OidcIdentityProviderInput = {
-  /** This service's client id at the provider. */
-  clientId: Scalars['String']['input'];
-  /** The client secret: write-only (stored sealed, never shown). Null: a public client (PKCE only). */
-  clientSecret: InputMaybe<Scalars['String']['input']>;
-  /** The issuer URL: https (http only on loopback outside production). Its discovery document is fetched now; a private, loopback or link-local address is refused in production. */
-  issuer: Scalars['String']['input'];
-};
-
+/** The user whose calendar key is replaced. */
 export type RegenerateUserCalendarKeyInput = {
   /** The user whose calendar key is replaced: yourself, or anyone with can_update_user. */
   userId: Scalars['ID']['input'];
-};
-
-/** A new app of the caller's account. */
-export type RegisterOAuthAppInput = {
-  /** What kind of client it is. */
-  kind: OAuthAppKind;
-  /** Shown to users; 1 to 100 characters. */
-  name: Scalars['String']['input'];
-  /** Exact redirect URIs (1 to 10; none for an INTEGRATION): https (http only on loopback, not in production); a private-use scheme only for MOBILE. */
-  redirectUris: Array<Scalars['String']['input']>;
-  /** OAuth scopes the app may ask for. credentials.read and credentials.write only for WEB, MOBILE and INTEGRATION apps; openid and profile not for an INTEGRATION; a token cannot give an app a scope it does not hold itself. */
-  scopes: Array<Scalars['String']['input']>;
 };
 
 /** Unsubscribes a user from 1 to 100 distinct entities, in one transaction. */
 export type RemoveNotificationSubscriptionsInput = {
   /** 1 to 100 entities, none twice. */
   subscribables: Array<NotificationSubscribableInput>;
+  /** The user to unsubscribe. */
   userId: Scalars['ID']['input'];
 };
 
 /** Revokes one delegation of a user, of any type: a mobile or web sign-in, a third-party app's grant (INTEGRATION acting as the user), an operator-issued token. */
 export type RevokeOAuthDelegationInput = {
-  /** The delegation; with userId, it must be that user's (else NOT_FOUND). */
+  /** The delegation; it must be that user's (else NOT_FOUND). */
   id: Scalars['ID']['input'];
-  /** The user whose delegation it is. Omitted: the delegation is found by id alone (an integration app's account-wide delegation has no user). */
-  userId: InputMaybe<Scalars['ID']['input']>;
-};
-
-/** Which app gets a new secret, and how long the one it replaces keeps working. */
-export type RotateOAuthAppSecretInput = {
-  /** The app's client id. */
-  clientId: Scalars['ID']['input'];
-  /** Seconds the previous secret keeps working, 0 to 604800 (default 86400). A secret rotated out earlier stops now. */
-  previousExpiresIn: Scalars['Int']['input'];
-};
-
-/** A SAML 2.0 identity provider. */
-export type SamlIdentityProviderInput = {
-  /** The provider's metadata XML (entity id, HTTP-Redirect sign-in URL, signing certificates); a malformed document is BAD_USER_INPUT. */
-  metadataXml: Scalars['String']['input'];
-};
-
-/** How the identity provider signs users in. */
-export type SsoProtocol =
-  /** OpenID Connect: this service is the relying party (authorization code + PKCE). */
-  | 'OIDC'
-  /** SAML 2.0: this service is the service provider (signed assertions, HTTP-POST). */
-  | 'SAML';
-
-/** What to change of an app; omitted fields stay as they are. */
-export type UpdateOAuthAppInput = {
-  /** The app's client id. */
-  clientId: Scalars['ID']['input'];
-  /** True: the app's tokens are refused and its sign-ins and client authentications fail, at once, until it is enabled again (false). */
-  disabled: InputMaybe<Scalars['Boolean']['input']>;
-  /** A new name. */
-  name: InputMaybe<Scalars['String']['input']>;
-  /** The new redirect URIs (replacing all), under the same rules as registerOAuthApp. */
-  redirectUris: InputMaybe<Array<Scalars['String']['input']>>;
-  /** The new scopes (replacing all). OAuth scopes the app may ask for. credentials.read and credentials.write only for WEB, MOBILE and INTEGRATION apps; openid and profile not for an INTEGRATION; a token cannot give an app a scope it does not hold itself. */
-  scopes: InputMaybe<Array<Scalars['String']['input']>>;
+  /** The delegation's user. */
+  userId: Scalars['ID']['input'];
 };
 
 /** Changes to one user: only the fields given change. name, email, timeZone, color and role are omitted to keep them (null is refused); description and jobTitle take null to clear them. */
 export type UpdateUserInput = {
   /** false suspends the user (needs can_update_user; not the owner): in the same transaction every delegation, OAuth grant, API key and sign-in session of theirs is revoked and their calendar key stops working. true lets them sign in again; nothing revoked comes back. */
   active: InputMaybe<Scalars['Boolean']['input']>;
+  /** The new color name. */
   color: InputMaybe<Scalars['String']['input']>;
   /** null clears it. */
   description: InputMaybe<Scalars['String']['input']>;
+  /** The new email, unique in the account ignoring case. */
   email: InputMaybe<Scalars['EmailAddress']['input']>;
   /** The `User.version` this change was based on; if the user changed since, nothing is written (CONFLICT). */
   expectedVersion: InputMaybe<Scalars['String']['input']>;
   /** The identity provider's id; null clears it. */
   externalId: InputMaybe<Scalars['String']['input']>;
+  /** The user to change. */
   id: Scalars['ID']['input'];
   /** null clears it. */
   jobTitle: InputMaybe<Scalars['String']['input']>;
+  /** The new name, 1 to 100 characters. */
   name: InputMaybe<Scalars['String']['input']>;
+  /** The new role (can_update_user only; never OWNER, never the owner's). */
   role: InputMaybe<UserRole>;
+  /** The new IANA time zone. */
   timeZone: InputMaybe<Scalars['TimeZone']['input']>;
 };
 
 /** Up to 100 user changes, applied all or nothing. */
 export type UpdateUsersInput = {
+  /** 1 to 100 changes, each to a different user. */
   users: Array<UpdateUserInput>;
 };
 
+/** What happened to a user followed by `userChanged`. */
 export type UserChangeKind =
   /** Another change of the user. */
   | 'CHANGED'
@@ -288,25 +240,36 @@ export type UserChangeKind =
 
 /** Users holding every value given here (at least one); the email is compared ignoring case. Each is one index look-up. */
 export type UserMatchInput = {
+  /** An email, compared ignoring case. */
   email: InputMaybe<Scalars['String']['input']>;
+  /** The identity provider's id of the user. */
   externalId: InputMaybe<Scalars['String']['input']>;
+  /** A user id. */
   id: InputMaybe<Scalars['ID']['input']>;
 };
 
 /** A user's role; `OWNER` and `ADMIN` hold can_update_user. Nobody can be made `OWNER` through the API. */
 export type UserRole =
+  /** Manages users and the account. */
   | 'ADMIN'
+  /** A responder with fewer rights. */
   | 'LIMITED_USER'
+  /** Sees, without acting. */
   | 'OBSERVER'
+  /** The account's owner: everything, and cannot be changed through the API. */
   | 'OWNER'
+  /** Sees what a limited user does, changes nothing. */
   | 'READ_ONLY_LIMITED_USER'
+  /** Sees everything a user does, changes nothing. */
   | 'READ_ONLY_USER'
+  /** Sees only what they are given. */
   | 'RESTRICTED_ACCESS'
+  /** A responder who may change what they are responsible for. */
   | 'USER';
 
-export type RestAuditReferenceFieldsFragment = { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null };
+export type RestAuditReferenceFieldsFragment = { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string };
 
-export type RestAuditRecordFieldsFragment = { id: string, self: string | null, executionTime: string, action: string, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }>, method: { type: string, truncatedToken: string | null, description: string | null }, rootResource: { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }, details: { resource: { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }> | null, removed: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }> | null }> } };
+export type RestAuditRecordFieldsFragment = { id: string, self: string | null, executionTime: string, action: string, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }>, method: { type: string, truncatedToken: string | null, description: string | null }, rootResource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, details: { resource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null, removed: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null }> } };
 
 export type ListAuditRecordsQueryVariables = Exact<{
   filter: InputMaybe<AuditRecordFilter>;
@@ -315,7 +278,7 @@ export type ListAuditRecordsQueryVariables = Exact<{
 }>;
 
 
-export type ListAuditRecordsQuery = { auditRecords: { nodes: Array<{ id: string, self: string | null, executionTime: string, action: string, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }>, method: { type: string, truncatedToken: string | null, description: string | null }, rootResource: { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }, details: { resource: { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }> | null, removed: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }> | null }> } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type ListAuditRecordsQuery = { auditRecords: { nodes: Array<{ id: string, self: string | null, executionTime: string, action: string, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }>, method: { type: string, truncatedToken: string | null, description: string | null }, rootResource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, details: { resource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null, removed: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null }> } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
 export type ListUserAuditRecordsQueryVariables = Exact<{
   userId: Scalars['ID']['input'];
@@ -326,7 +289,7 @@ export type ListUserAuditRecordsQueryVariables = Exact<{
 }>;
 
 
-export type ListUserAuditRecordsQuery = { userAuditRecords: { nodes: Array<{ id: string, self: string | null, executionTime: string, action: string, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }>, method: { type: string, truncatedToken: string | null, description: string | null }, rootResource: { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }, details: { resource: { id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }> | null, removed: Array<{ id: string, type: string, summary: string | null, self: string | null, htmlUrl: string | null }> | null }> } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type ListUserAuditRecordsQuery = { userAuditRecords: { nodes: Array<{ id: string, self: string | null, executionTime: string, action: string, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }>, method: { type: string, truncatedToken: string | null, description: string | null }, rootResource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, details: { resource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null, removed: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null }> } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
 export type RegenerateUserCalendarKeyMutationVariables = Exact<{
   input: RegenerateUserCalendarKeyInput;
@@ -375,9 +338,9 @@ export type ListUserOAuthDelegationsQueryVariables = Exact<{
 }>;
 
 
-export type ListUserOAuthDelegationsQuery = { oauthDelegations: { nodes: Array<{ id: string, userId: string | null, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string | null, htmlUrl: string | null }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type ListUserOAuthDelegationsQuery = { oauthDelegations: { nodes: Array<{ id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
-export type RestOAuthDelegationFieldsFragment = { id: string, userId: string | null, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string | null, htmlUrl: string | null };
+export type RestOAuthDelegationFieldsFragment = { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string };
 
 export type OAuthDelegationRevocationRequestsStatusQueryVariables = Exact<{
   requestedAtEnd: InputMaybe<Scalars['DateTime']['input']>;
@@ -399,7 +362,7 @@ export type ShowUserOAuthDelegationQueryVariables = Exact<{
 }>;
 
 
-export type ShowUserOAuthDelegationQuery = { oauthDelegation: { id: string, userId: string | null, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string | null, htmlUrl: string | null } };
+export type ShowUserOAuthDelegationQuery = { oauthDelegation: { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string } };
 
 export type CreateScimUserMutationVariables = Exact<{
   input: CreateUserInput;

@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import type { NextFunction, Request, Response } from 'express';
+import { sendGraphQLError } from '../graphql/error-response.js';
+
+/**
+ * The operations a deployment's own clients send, from Apollo's persisted-query manifest
+ * (`@apollo/generate-persisted-query-manifest`): `{"format": "apollo-persisted-query-manifest",
+ * "version": 1, "operations": [{"id", "name", "type", "body"}]}`. Each body is known by its id
+ * and by the SHA-256 of its text (the hash automatic persisted queries send).
+ */
+export interface TrustedDocuments {
+  bodies: Map<string, string>;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+export function readTrustedDocuments(file: string): TrustedDocuments {
+  const manifest = JSON.parse(fs.readFileSync(file, 'utf8')) as { format?: unknown; version?: unknown; operations?: unknown };
+  if (manifest.format !== 'apollo-persisted-query-manifest' || manifest.version !== 1 || !Array.isArray(manifest.operations)) {
+    throw new Error(`${file} is not an Apollo persisted-query manifest (format "apollo-persisted-query-manifest", version 1, operations)`);
+  }
+  const bodies = new Map<string, string>();
+  for (const operation of manifest.operations as { id?: unknown; body?: unknown }[]) {
+    if (typeof operation.id !== 'string' || typeof operation.body !== 'string') throw new Error(`${file}: every operation needs a string id and body`);
+    bodies.set(operation.id, operation.body);
+    bodies.set(sha256(operation.body), operation.body);
+  }
+  return { bodies };
+}
+
+/**
+ * With `GRAPHQL_TRUSTED_DOCUMENTS`, `/graphql` runs only the manifest's operations: named by id
+ * or hash (`extensions.persistedQuery.sha256Hash`, the query then optional) or sent in full with
+ * exactly a listed text. Anything else is refused with PERSISTED_QUERY_NOT_FOUND before parsing.
+ * The REST and SCIM faces run their own documents through their executor, not through here.
+ */
+export function trustedDocumentsOnly(trusted: TrustedDocuments) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const get = req.method === 'GET';
+    const source = (get ? req.query : req.body) as { query?: unknown; extensions?: unknown } | undefined;
+    let extensions = source?.extensions;
+    if (typeof extensions === 'string') {
+      try {
+        extensions = JSON.parse(extensions);
+      } catch {
+        extensions = undefined;
+      }
+    }
+    const hash = (extensions as { persistedQuery?: { sha256Hash?: unknown } } | undefined)?.persistedQuery?.sha256Hash;
+    const query = source?.query;
+    const listed = typeof hash === 'string' ? trusted.bodies.get(hash) : typeof query === 'string' ? trusted.bodies.get(sha256(query)) : undefined;
+    if (listed === undefined || (typeof query === 'string' && query !== listed)) {
+      return sendGraphQLError(res, 'invalid_input', 'This server runs only its trusted documents: this operation is not one of them.', { code: 'PERSISTED_QUERY_NOT_FOUND' });
+    }
+    // Named by its id only: the listed text is the query (Apollo then checks the hash it is sent with, so a manifest id that is not its body's hash is sent without one).
+    if (typeof query !== 'string' && source && !get) {
+      source.query = listed;
+      if (typeof hash === 'string' && hash !== sha256(listed)) delete (source as { extensions?: unknown }).extensions;
+    }
+    if (get && typeof query !== 'string') return sendGraphQLError(res, 'invalid_input', 'Send trusted documents by id with POST.', { code: 'PERSISTED_QUERY_NOT_FOUND' });
+    next();
+  };
+}

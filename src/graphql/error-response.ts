@@ -1,0 +1,29 @@
+import type { Response } from 'express';
+import type { ErrorKind } from '../errors/domain-errors.js';
+import { ERROR_TABLE } from '../errors/error-table.js';
+import { sendText } from '../rest/envelopes.js';
+import { graphqlErrorBody } from './errors.js';
+
+const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json; charset=utf-8';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * The media type of a GraphQL answer as Apollo negotiates it for its own answers: what the
+ * request's `Accept` prefers of `application/json` and `application/graphql-response+json`
+ * (ties go to `application/json`, as Apollo's), `application/json` when it accepts neither.
+ * Clients such as Apollo Client 4 parse a non-2xx body as a GraphQL response only in the latter.
+ */
+export function graphqlResponseType(res: Response): string {
+  const preferred = res.req.accepts(['application/json', 'application/graphql-response+json']);
+  return preferred === 'application/graphql-response+json' ? GRAPHQL_RESPONSE_JSON : JSON_TYPE;
+}
+
+/**
+ * Answers `/graphql` with a GraphQL error response (`{"errors": [...]}` with `extensions.code`)
+ * in the negotiated media type: for refusals before or outside Apollo (rate limit, idempotency,
+ * document screening, a crash before execution).
+ */
+export function sendGraphQLError(res: Response, kind: ErrorKind, message: string, extensions: Record<string, unknown> = {}, status = ERROR_TABLE[kind].httpStatus): void {
+  res.statusCode = status;
+  sendText(res, JSON.stringify(graphqlErrorBody(kind, message, extensions)), graphqlResponseType(res));
+}
