@@ -290,6 +290,9 @@ postgresql:
   parameters:
     unix_socket_directories: '$dir'
     logging_collector: 'off'
+    # A standby whose primary went away tries the new one every half second, not every 5 s: a strict
+    # synchronous primary accepts no commit until a standby is back, so this bounds the write gap.
+    wal_retrieve_retry_interval: 500ms
   pg_hba:
     - local all all trust
     - host all all $HOST/32 trust
