@@ -11,6 +11,7 @@ import { allCommitHooks, allEntities } from '../src/app/features.js';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
 import { openDatabase, type Database } from '../src/db/database.js';
+import { isDatabaseUnavailable } from '../src/db/database-errors.js';
 import { MemoryRecentWrites } from '../src/db/recent-writes.js';
 import { createLogger } from '../src/logging/logger.js';
 import { issueDelegation } from '../src/oauth-delegations/oauth-delegation.service.js';
@@ -139,6 +140,33 @@ onCluster('failover of the Patroni leader under load (SPEC 21)', () => {
       }
     }
   }, 60_000);
+
+  test('a commit the synchronous standby does not confirm within the statement timeout is cancelled and refused, not acknowledged', async () => {
+    const members = (await (await fetch(`http://127.0.0.1:${REST_PORTS[0]}/cluster`)).json()) as { members: { role: string; port: number }[] };
+    const synchronous = members.members.find((member) => member.role === 'sync_standby');
+    expect(synchronous).toBeDefined();
+    const standby = new pg.Client({ host: '127.0.0.1', port: synchronous!.port, user: 'postgres', database: 'postgres' });
+    await standby.connect();
+    const [{ pid }] = (await standby.query<{ pid: number }>('select pid from pg_stat_wal_receiver')).rows as [{ pid: number }];
+    // The synchronous standby stalls (its WAL receiver stopped): PostgreSQL would let the COMMIT wait for it without end.
+    process.kill(pid, 'SIGSTOP');
+    const started = Date.now();
+    try {
+      const db = instances[0]!.database;
+      const outcome = await db.transactions
+        .run(db.em(), async (tx) => {
+          await tx.execute('create temporary table unconfirmed_commit_probe (x int) on commit drop');
+        })
+        .then(
+          () => 'acknowledged',
+          (error: unknown) => (isDatabaseUnavailable(error) ? 'unavailable' : String(error)),
+        );
+      expect({ outcome, withinTimeout: Date.now() - started < STATEMENT_TIMEOUT_MS + 1_000 }).toEqual({ outcome: 'unavailable', withinTimeout: true });
+    } finally {
+      process.kill(pid, 'SIGCONT');
+      await standby.end();
+    }
+  });
 
   test('nothing acknowledged is lost, no revocation undone, 503 with Retry-After in the gap, both instances back within 5 s of the promotion', async () => {
     const [a, b] = instances as [Instance, Instance];

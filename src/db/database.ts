@@ -164,7 +164,7 @@ export function postgresOrmOptions(databaseUrl: string, connection: PostgresConn
       // Measured (docs/BENCHMARKS.md, "Follow-up: the write path"): a SET LOCAL per transaction cost ~0.9 ms of CPU per write.
       ...(lockTimeoutMs && sessionStateSurvives(pooler) ? { lock_timeout: lockTimeoutMs } : {}),
       // Failover (SPEC 21): no commit acknowledged without its standby's confirmation, no dead connection kept checked out.
-      onPoolCreated: guardPool,
+      onPoolCreated: (pool: Parameters<typeof guardPool>[0]) => guardPool(pool, { commitTimeoutMs: connection.statementTimeoutMs || poolTimeoutMs }),
     },
     ...(replicaUrls.length ? { replicas: replicaUrls.map((clientUrl) => ({ clientUrl })), preferReadReplicas: false } : {}),
   };

@@ -1,8 +1,8 @@
-import type pg from 'pg';
+import pg from 'pg';
 
 /**
- * PostgreSQL's answer when a commit's wait for the synchronous standby is cancelled (by
- * `statement_timeout`, or a cancel request): the COMMIT still succeeds, with only a WARNING saying
+ * PostgreSQL's answer when a commit's wait for the synchronous standby is cancelled (by a cancel
+ * request; `statement_timeout` is switched off before a COMMIT starts waiting): the COMMIT still succeeds, with only a WARNING saying
  * the transaction "has already committed locally, but might not have been replicated to the standby".
  * On a cluster that runs with Patroni's `synchronous_mode_strict` (SPEC 21) that is exactly the
  * commit a failover could lose, so it must not be acknowledged.
@@ -26,21 +26,24 @@ type Release = pg.PoolClient['release'];
  * pool when MikroORM creates it (`onPoolCreated`): commits without the standby's confirmation are
  * refused, and connections that die while checked out go back to the pool to be discarded.
  */
-export function guardPool(pool: pg.Pool): void {
+export function guardPool(pool: pg.Pool, options: { commitTimeoutMs: number }): void {
   const checkedOut = new WeakSet<pg.PoolClient>();
   pool.on('acquire', (client) => checkedOut.add(client));
   pool.on('connect', (client) => {
-    refuseUnconfirmedCommit(client);
+    refuseUnconfirmedCommit(client, options.commitTimeoutMs);
     releaseWhenLost(client, checkedOut);
   });
 }
 
 /**
- * Makes COMMIT on this connection fail when PostgreSQL reports that its synchronous wait was
- * cancelled. The transaction stays committed on the primary (whole, not half-written), but the
- * request answers 503 instead of acknowledging it.
+ * Bounds COMMIT on this connection and makes it fail when its synchronous wait was cancelled.
+ * PostgreSQL lets a COMMIT wait for the synchronous standby without any timeout (with
+ * `synchronous_mode_strict` and no standby left, for ever), so past `commitTimeoutMs` the wait is
+ * cancelled with a cancel request. PostgreSQL then ends the COMMIT "successfully" with a WARNING:
+ * the transaction stays committed on the primary (whole, not half-written), and the request
+ * answers 503 instead of acknowledging what a failover could lose.
  */
-function refuseUnconfirmedCommit(client: pg.PoolClient): void {
+function refuseUnconfirmedCommit(client: pg.PoolClient, commitTimeoutMs: number): void {
   let cancelledWait = false;
   client.on('notice', (notice) => {
     if (SYNCHRONOUS_WAIT_CANCELLED.test(notice.message ?? '')) cancelledWait = true;
@@ -50,11 +53,32 @@ function refuseUnconfirmedCommit(client: pg.PoolClient): void {
     const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: unknown } | undefined)?.text;
     if (typeof text !== 'string' || !COMMIT.test(text) || args.some((arg) => typeof arg === 'function')) return query(...args);
     cancelledWait = false;
-    return (query(...args) as Promise<unknown>).then((result) => {
-      if (cancelledWait) throw new UnconfirmedCommitError();
-      return result;
-    });
+    const timer = setTimeout(() => sendCancelRequest(client), commitTimeoutMs);
+    return (query(...args) as Promise<unknown>).then(
+      (result) => {
+        clearTimeout(timer);
+        if (cancelledWait) throw new UnconfirmedCommitError();
+        return result;
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        throw error;
+      },
+    );
   }) as Query;
+}
+
+/** PostgreSQL's cancel request for the statement running on `client` (a new connection to the same address, as psql's Ctrl-C). */
+function sendCancelRequest(client: pg.PoolClient): void {
+  const { host, port, processID, secretKey } = client as unknown as { host: string; port: number; processID: number; secretKey: number };
+  // pg's protocol connection (its types omit these two methods, which pg's own Client#cancel uses).
+  const connection = new pg.Connection() as pg.Connection & { connect(port: number, host: string): void; cancel(processID: number, secretKey: number): void };
+  connection.on('error', () => {});
+  connection.once('connect', () => {
+    connection.cancel(processID, secretKey);
+    connection.end();
+  });
+  connection.connect(port, host);
 }
 
 /**
