@@ -71,12 +71,7 @@ interface Instance {
 }
 
 onCluster('failover of the Patroni leader under load (SPEC 21)', () => {
-  const cluster = Object.fromEntries(
-    topology('env')
-      .trim()
-      .split('\n')
-      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
-  ) as Record<string, string>;
+  let cluster: Record<string, string> = {};
   const name = `aag_ha_${randomBytes(4).toString('hex')}`;
   const instances: Instance[] = [];
   const serverSecret = randomBytes(32);
@@ -110,6 +105,12 @@ onCluster('failover of the Patroni leader under load (SPEC 21)', () => {
   }
 
   beforeAll(async () => {
+    cluster = Object.fromEntries(
+      topology('env')
+        .trim()
+        .split('\n')
+        .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+    );
     const admin = new pg.Client({ connectionString: cluster.DATABASE_URL });
     await admin.connect();
     await admin.query(`create database ${name}`);
