@@ -23,6 +23,7 @@ const TRANSIENT_MESSAGES = [
   /cannot use a pool after calling end/i, // the pool is shutting down
   /is not queryable/i, // pg: a client whose connection broke or closed
   /PGlite is clos(ed|ing)/i, // the embedded database is shutting down
+  /commit not confirmed by a synchronous standby/i, // src/db/pool-guards.ts: the standby's confirmation did not come in time
 ];
 
 /** True when a database error means the database is away or busy, so the request may be retried. */

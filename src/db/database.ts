@@ -12,6 +12,7 @@ import { acquireEmbeddedLock, EmbeddedDatabaseBusyError } from './embedded-lock.
 import { embeddedSocketClientOptions, embeddedSocketExists, serveEmbeddedSocket } from './embedded-socket.js';
 import { recordSqlSpan } from '../observability/tracing.js';
 import { observePool } from './pool-metrics.js';
+import { guardPool } from './pool-guards.js';
 import { DEFAULT_TRANSACTION_POLICY, TransactionRunner, type TransactionObserver } from './transaction.js';
 import type { CommitHook } from './change-journal.js';
 import { namedStatementsAllowed, sessionStateSurvives, type DatabasePooler, type PreparedStatementsSetting } from './pooler.js';
@@ -173,6 +174,8 @@ export function postgresOrmOptions(databaseUrl: string, connection: PostgresConn
       ...(statementTimeoutMs ? { statement_timeout: statementTimeoutMs } : {}),
       // Measured (`git show b6e136f:docs/BENCHMARKS.md`, "Follow-up: the write path"): a SET LOCAL per transaction cost ~0.9 ms of CPU per write.
       ...(lockTimeoutMs && sessionStateSurvives(pooler) ? { lock_timeout: lockTimeoutMs } : {}),
+      // Failover (SPEC 21): no commit acknowledged without its standby's confirmation, no dead connection kept checked out.
+      onPoolCreated: (pool: Parameters<typeof guardPool>[0]) => guardPool(pool, { commitTimeoutMs: connection.statementTimeoutMs || poolTimeoutMs }),
     },
     ...(replicaUrls.length ? { replicas: replicaUrls.map((clientUrl) => ({ clientUrl })), preferReadReplicas: false } : {}),
   };

@@ -24,7 +24,9 @@ export interface ListenBackoff {
   maxMs: number;
 }
 
-export const DEFAULT_LISTEN_BACKOFF: ListenBackoff = { initialMs: 100, maxMs: 5_000 };
+// At most a second between attempts: after a failover the router leads to the new primary within
+// seconds, and live updates must resume (RESYNC) within 5 s of the promotion (SPEC 21).
+export const DEFAULT_LISTEN_BACKOFF: ListenBackoff = { initialMs: 100, maxMs: 1_000 };
 
 const CHANNEL_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 

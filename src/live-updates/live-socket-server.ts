@@ -9,6 +9,7 @@ import { authenticate } from '../auth/authenticate.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { LiveUpdateLimits } from '../config/config.js';
 import type { Database } from '../db/database.js';
+import { isDatabaseUnavailable } from '../db/database-errors.js';
 import type { NotificationListener } from '../db/notification-listener.js';
 import { InvalidInputError, RateLimitedError } from '../errors/domain-errors.js';
 import { createContext, requirePrincipal, type Context } from '../graphql/context.js';
@@ -36,6 +37,8 @@ const CLOSE_UNAUTHORIZED = 4401;
 const CLOSE_FORBIDDEN = 4403;
 const CLOSE_TOO_MANY = 4429;
 const CLOSE_INTERNAL = 4500;
+/** WebSocket's "Try Again Later": the database is away (a failover's gap), the connection may be opened again shortly. */
+const CLOSE_TRY_AGAIN_LATER = 1013;
 /** A `connection_init` must arrive within this long after the upgrade. */
 const CONNECTION_INIT_TIMEOUT_MS = 5_000;
 /** A client message larger than this (a subscribe document is at most 5,000 tokens) closes the socket. */
@@ -200,7 +203,16 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
     async onConnect(ctx) {
       const { socket } = ctx.extra;
       const authorization = authorizationOf(ctx.connectionParams);
-      const authentication = await authenticate(database.em(), authorization, runtime.credentialResolvers, 'websocket');
+      let authentication: Awaited<ReturnType<typeof authenticate>>;
+      try {
+        authentication = await authenticate(database.em(), authorization, runtime.credentialResolvers, 'websocket');
+      } catch (error) {
+        if (!isDatabaseUnavailable(error)) throw error;
+        // The socket's 503: nothing was decided about the credential, the client retries.
+        logger.debug({ err: error }, 'live updates: connection_init met an unavailable database');
+        socket.close(CLOSE_TRY_AGAIN_LATER, 'Service Unavailable: retry shortly');
+        return false;
+      }
       if (authentication.status === 'rejected' && authentication.wrongFace) {
         // A valid credential of another face (a provisioning token): forbidden here, not unknown.
         socket.close(CLOSE_FORBIDDEN, 'Forbidden: this credential is not valid on this face');
