@@ -94,14 +94,6 @@ export function canUpdateUser(principal: Principal): boolean {
   return USER_MANAGER_ROLES.has(principal.role);
 }
 
-/**
- * `account_admin`: owners, admins and account-level credentials (an account key, an integration,
- * whose scopes are checked on their own). A read-only account key passes here and fails `write`.
- */
-export function isAccountAdmin(principal: Principal): boolean {
-  return !isUserPrincipal(principal) || USER_MANAGER_ROLES.has(principal.role);
-}
-
 /** An account-level app holding no write scope is read-only, like a read-only account key. */
 export function isReadOnly(principal: Principal): boolean {
   if (principal.kind === 'account_key') return principal.readOnly;

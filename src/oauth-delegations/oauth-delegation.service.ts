@@ -12,6 +12,7 @@ import { recordChange } from '../db/change-journal.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import type { DeletedUser, SuspendedUser } from '../users/user-lifecycle.js';
 import { lockLiveUser } from '../users/user-locks.js';
+import { delegationsRevoked } from '../observability/metrics.js';
 import { endUserAccess, revokeIssued, type EndedAccess } from './user-access.js';
 import {
   DELEGATION_TYPES,

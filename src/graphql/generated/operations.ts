@@ -36,6 +36,24 @@ export type AccessRevocationReason =
   /** The credential's user was suspended. */
   | 'USER_SUSPENDED';
 
+/** What an API key acts as. */
+export type ApiKeyKind =
+  /** The account, with admin rights (can_update_user); no user. Prefix `aagak_`. */
+  | 'ACCOUNT_FULL_ACCESS'
+  /** The account, reads only; never sees calendar URLs. Prefix `aagro_`. */
+  | 'ACCOUNT_READ_ONLY'
+  /** One user, with that user's current role. Prefix `aaguk_`. */
+  | 'USER';
+
+/** Whether an API key works. */
+export type ApiKeyStatus =
+  /** Works (until `expiresAt`, when set). */
+  | 'ACTIVE'
+  /** Its `expiresAt` has passed (a chosen expiry, or the end of a roll's grace period): refused. */
+  | 'EXPIRED'
+  /** Revoked: refused from the next request on, on every instance. */
+  | 'REVOKED';
+
 /** What an `auditRecordAdded` event says. */
 export type AuditRecordAddedKind =
   /** A record was appended (`record`). */
@@ -71,12 +89,44 @@ export type ChangeMyPasswordInput = {
   newPassword: Scalars['String']['input'];
 };
 
+/** The account's identity provider: exactly one of oidc and saml. */
+export type ConfigureSingleSignOnInput = {
+  /** True: a user the provider vouches for and the account lacks is created (role user). */
+  jit: Scalars['Boolean']['input'];
+  /** Shown as "Sign in with <name>" (default: the provider's host name). */
+  name: InputMaybe<Scalars['String']['input']>;
+  /** An OpenID Connect provider. */
+  oidc: InputMaybe<OidcIdentityProviderInput>;
+  /** True: the account's users may sign in only through the provider (passwords stop working). */
+  requireSso: Scalars['Boolean']['input'];
+  /** A SAML 2.0 provider. */
+  saml: InputMaybe<SamlIdentityProviderInput>;
+};
+
+/** A new API key. */
+export type CreateApiKeyInput = {
+  /** What the key is for (at most 255 characters). */
+  description: InputMaybe<Scalars['String']['input']>;
+  /** When the key stops working: in the future and at most 366 days away. Omitted: never. */
+  expiresAt: InputMaybe<Scalars['DateTime']['input']>;
+  /** What the key acts as. */
+  kind: ApiKeyKind;
+  /** For a USER key: the user it acts as (the caller themself, or, with can_update_user, another user; the owner's only by the owner). Not for account keys. */
+  userId: InputMaybe<Scalars['ID']['input']>;
+};
+
 /** Subscribes a user to 1 to 100 distinct entities, in one transaction. */
 export type CreateNotificationSubscriptionsInput = {
   /** 1 to 100 entities, none twice. */
   subscribables: Array<NotificationSubscribableInput>;
   /** The user to subscribe. */
   userId: Scalars['ID']['input'];
+};
+
+/** A new provisioning token. */
+export type CreateProvisioningTokenInput = {
+  /** What the token is for (at most 255 characters). */
+  description: InputMaybe<Scalars['String']['input']>;
 };
 
 /** A new user. `role` defaults to USER; OWNER cannot be assigned. */
@@ -99,6 +149,12 @@ export type CreateUserInput = {
   role: InputMaybe<UserRole>;
   /** Defaults to the account's time zone. */
   timeZone: InputMaybe<Scalars['TimeZone']['input']>;
+};
+
+/** The app to delete. */
+export type DeleteOAuthAppInput = {
+  /** The app's client id. */
+  clientId: Scalars['ID']['input'];
 };
 
 /** Signs a user out of apps: revokes every ISSUED delegation of the user of these types. */
@@ -144,15 +200,17 @@ export type NotificationSubscriptionResult =
   /** The entity is not one of the caller's account (unknown to its registry); nothing changed. */
   | 'UNAUTHORIZED';
 
-/** MOBILE: public client (PKCE, no secret). WEB: first-party confidential client. THIRD_PARTY: confidential, users consent. INTEGRATION: acts for the account (client credentials). */
+/** MOBILE: public client (PKCE, no secret). WEB: first-party confidential client. THIRD_PARTY: confidential, users consent. INTEGRATION: acts for the account (client credentials). SPA: a browser app, public (PKCE, no secret, exact redirect URIs), its sign-ins WEB delegations that end 24 hours after sign-in. */
 export type OAuthAppKind =
-  /** An integration acting for the account (client credentials). */
+  /** Acts for the whole account with client credentials (secret); no user, no redirect URI; its rights are its scopes. */
   | 'INTEGRATION'
-  /** The first-party mobile app (public client, PKCE). */
+  /** The product's mobile app: a public client (authorization code + PKCE, no secret); private-use scheme, https or loopback redirect URIs. */
   | 'MOBILE'
-  /** A third-party app acting as users who consent. */
+  /** A browser app: public (PKCE, no secret), exact https redirect URIs; refresh tokens rotate on every use and end 24 hours after sign-in; its sign-ins are WEB delegations. */
+  | 'SPA'
+  /** Another company's app: confidential (secret); users see a consent page; never holds credentials.* scopes. */
   | 'THIRD_PARTY'
-  /** The first-party web app (confidential client). */
+  /** The product's server-side web app: a confidential client (secret) that signs users in without a consent page. */
   | 'WEB';
 
 /** An issued delegation's token works until it expires; a revoked one's never again. */
@@ -171,10 +229,32 @@ export type OAuthDelegationType =
   /** A sign-in to the web app. */
   | 'WEB';
 
+/** An OpenID Connect identity provider. */
+export type OidcIdentityProviderInput = {
+  /** This service's client id at the provider. */
+  clientId: Scalars['String']['input'];
+  /** The client secret: write-only (stored sealed, never shown). Null: a public client (PKCE only). */
+  clientSecret: InputMaybe<Scalars['String']['input']>;
+  /** The issuer URL: https (http only on loopback outside production). Its discovery document is fetched now; a private, loopback or link-local address is refused in production. */
+  issuer: Scalars['String']['input'];
+};
+
 /** The user whose calendar key is replaced. */
 export type RegenerateUserCalendarKeyInput = {
   /** The user whose calendar key is replaced: yourself, or anyone with can_update_user. */
   userId: Scalars['ID']['input'];
+};
+
+/** A new app of the caller's account. */
+export type RegisterOAuthAppInput = {
+  /** What kind of client it is. */
+  kind: OAuthAppKind;
+  /** Shown to users; 1 to 100 characters. */
+  name: Scalars['String']['input'];
+  /** Exact redirect URIs (1 to 10; none for an INTEGRATION): https (http only on loopback, not in production); a private-use scheme only for MOBILE. */
+  redirectUris: Array<Scalars['String']['input']>;
+  /** OAuth scopes the app may ask for. credentials.read and credentials.write only for WEB, MOBILE and INTEGRATION apps; openid and profile not for an INTEGRATION; a token cannot give an app a scope it does not hold itself. */
+  scopes: Array<Scalars['String']['input']>;
 };
 
 /** Unsubscribes a user from 1 to 100 distinct entities, in one transaction. */
@@ -185,12 +265,67 @@ export type RemoveNotificationSubscriptionsInput = {
   userId: Scalars['ID']['input'];
 };
 
+/** Revokes an API key. */
+export type RevokeApiKeyInput = {
+  /** The key's id. */
+  id: Scalars['ID']['input'];
+};
+
 /** Revokes one delegation of a user, of any type: a mobile or web sign-in, a third-party app's grant (INTEGRATION acting as the user), an operator-issued token. */
 export type RevokeOAuthDelegationInput = {
-  /** The delegation; it must be that user's (else NOT_FOUND). */
+  /** The delegation; with userId, it must be that user's (else NOT_FOUND). */
   id: Scalars['ID']['input'];
-  /** The delegation's user. */
-  userId: Scalars['ID']['input'];
+  /** The user whose delegation it is. Omitted: the delegation is found by id alone (an integration app's account-wide delegation has no user). */
+  userId: InputMaybe<Scalars['ID']['input']>;
+};
+
+/** Revokes a provisioning token. */
+export type RevokeProvisioningTokenInput = {
+  /** The token's id. */
+  id: Scalars['ID']['input'];
+};
+
+/** Replaces an API key by a new one of the same kind, user, description and expiry. */
+export type RollApiKeyInput = {
+  /** The ACTIVE key to replace. */
+  id: Scalars['ID']['input'];
+  /** How many seconds the replaced key keeps working (0 to 604800; default 86400): time to deploy the new one. */
+  previousExpiresIn: Scalars['Int']['input'];
+};
+
+/** Which app gets a new secret, and how long the one it replaces keeps working. */
+export type RotateOAuthAppSecretInput = {
+  /** The app's client id. */
+  clientId: Scalars['ID']['input'];
+  /** Seconds the previous secret keeps working, 0 to 604800 (default 86400). A secret rotated out earlier stops now. */
+  previousExpiresIn: Scalars['Int']['input'];
+};
+
+/** A SAML 2.0 identity provider. */
+export type SamlIdentityProviderInput = {
+  /** The provider's metadata XML (entity id, HTTP-Redirect sign-in URL, signing certificates); a malformed document is BAD_USER_INPUT. */
+  metadataXml: Scalars['String']['input'];
+};
+
+/** How the identity provider signs users in. */
+export type SsoProtocol =
+  /** OpenID Connect: this service is the relying party (authorization code + PKCE). */
+  | 'OIDC'
+  /** SAML 2.0: this service is the service provider (signed assertions, HTTP-POST). */
+  | 'SAML';
+
+/** What to change of an app; omitted fields stay as they are. */
+export type UpdateOAuthAppInput = {
+  /** The app's client id. */
+  clientId: Scalars['ID']['input'];
+  /** True: the app's tokens are refused and its sign-ins and client authentications fail, at once, until it is enabled again (false). */
+  disabled: InputMaybe<Scalars['Boolean']['input']>;
+  /** A new name. */
+  name: InputMaybe<Scalars['String']['input']>;
+  /** The new redirect URIs (replacing all), under the same rules as registerOAuthApp. */
+  redirectUris: InputMaybe<Array<Scalars['String']['input']>>;
+  /** The new scopes (replacing all). OAuth scopes the app may ask for. credentials.read and credentials.write only for WEB, MOBILE and INTEGRATION apps; openid and profile not for an INTEGRATION; a token cannot give an app a scope it does not hold itself. */
+  scopes: InputMaybe<Array<Scalars['String']['input']>>;
 };
 
 /** Changes to one user: only the fields given change. name, email, timeZone, color and role are omitted to keep them (null is refused); description and jobTitle take null to clear them. */
@@ -338,9 +473,9 @@ export type ListUserOAuthDelegationsQueryVariables = Exact<{
 }>;
 
 
-export type ListUserOAuthDelegationsQuery = { oauthDelegations: { nodes: Array<{ id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type ListUserOAuthDelegationsQuery = { oauthDelegations: { nodes: Array<{ id: string, userId: string | null, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string | null, htmlUrl: string | null }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
-export type RestOAuthDelegationFieldsFragment = { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string };
+export type RestOAuthDelegationFieldsFragment = { id: string, userId: string | null, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string | null, htmlUrl: string | null };
 
 export type OAuthDelegationRevocationRequestsStatusQueryVariables = Exact<{
   requestedAtEnd: InputMaybe<Scalars['DateTime']['input']>;
@@ -362,7 +497,7 @@ export type ShowUserOAuthDelegationQueryVariables = Exact<{
 }>;
 
 
-export type ShowUserOAuthDelegationQuery = { oauthDelegation: { id: string, userId: string, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string, htmlUrl: string } };
+export type ShowUserOAuthDelegationQuery = { oauthDelegation: { id: string, userId: string | null, delegationType: OAuthDelegationType, clientId: string, clientName: string | null, scope: string, status: OAuthDelegationStatus, createdAt: string, expiresAt: string, self: string | null, htmlUrl: string | null } };
 
 export type CreateScimUserMutationVariables = Exact<{
   input: CreateUserInput;
