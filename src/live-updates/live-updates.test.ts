@@ -88,6 +88,20 @@ describe('across instances', () => {
     mobile.close();
   });
 
+  test('userChanged.changedFields names GraphQL fields only: a sign-out of the user is a CHANGED event naming none (not revocation_reason)', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account);
+    await bearer(user.id, 'web');
+    const viewer = await LiveTestClient.connect(a.httpServer, authorizationOf(account.key as { token: string }));
+    viewer.subscribe('changes', USER_CHANGED, { id: user.id });
+    await sleep(100);
+    const key = `Token token=${(account.key as { token: string }).token}`;
+    expect((await bRest.delete(`/oauth_delegations?user_id=${user.id}&type=web`).set({ ...V2, Authorization: key })).status).toBe(200);
+    const event = await viewer.waitFor((message) => message.id === 'changes' && message.type === 'next');
+    expect(event.payload.data.userChanged).toMatchObject({ kind: 'CHANGED', userId: user.id, changedFields: [] });
+    viewer.close();
+  });
+
   test('userChanged after a PUT on B, with the fields and the user as it is now; a refused write announces nothing', async () => {
     const account = await a.createAccount();
     const user = await a.createUser(account);
