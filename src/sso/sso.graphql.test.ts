@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startHarness, type Harness } from '../../test/support/harness.js';
 import { samlKeyPair, samlMetadata, startOidcIdentityProvider } from '../../test/support/sso.js';
 import { fetchIssuerMetadata, isForbiddenAddress } from './sso.discovery.js';
+import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
 
 const CONFIGURE = `mutation($input: ConfigureSingleSignOnInput!) {
   configureSingleSignOn(input: $input) { singleSignOn { identityProvider { protocol displayName requireSso jit oidcIssuer oidcClientId oidcClientSecretStored samlIdpEntityId samlSsoUrl } } }
@@ -96,6 +97,15 @@ describe('configureSingleSignOn and disableSingleSignOn', () => {
     expect(await ssoRows(harness, account.id)).toBe(0);
 
     const admin = await harness.createUser(account, { role: 'admin' });
+    // An admin's token needs credentials.write; a member's token holding it is still not an admin.
+    const token = async (userId: string, scopes: string) => ({ bearer: (await harness.database.transactions.run(harness.database.em(), (tx) => issueDelegation(tx, { userId, type: 'web', scopes }))).accessToken });
+    const withoutScope = await harness.graphql(CONFIGURE, input, await token(admin.id, 'users.read users.write credentials.read'));
+    expect(codeOf(withoutScope)).toBe('FORBIDDEN');
+    expect(JSON.stringify(withoutScope.errors)).toContain('credentials.write');
+    const member = await harness.createUser(account, { role: 'user' });
+    expect(codeOf(await harness.graphql(CONFIGURE, input, await token(member.id, 'credentials.write')))).toBe('FORBIDDEN');
+    expect(await ssoRows(harness, account.id)).toBe(0);
+    expect((await harness.graphql(CONFIGURE, input, await token(admin.id, 'credentials.write'))).errors).toBeUndefined();
     expect((await harness.graphql(CONFIGURE, input, admin.key)).errors).toBeUndefined();
     expect(await ssoRows(harness, other.id)).toBe(0);
     expect((await harness.graphql(SHOW, {}, other.key)).data.singleSignOn.identityProvider).toBeNull();
