@@ -24,9 +24,8 @@ async function appendRecords(tx: EntityManager, accountId: string, changes: read
     { value: drafts.map((draft) => draft.id) },
     { value: parts[0]!.sharedMembers },
     { value: `[${parts.map((part) => part.content).join(',')}]`, cast: 'json' },
-    // bytea's hex input form: the parameters take the function's declared type.
-    { value: `\\x${pads.inner.toString('hex')}` },
-    { value: `\\x${pads.outer.toString('hex')}` },
+    { value: pads.inner.toString('hex') },
+    { value: pads.outer.toString('hex') },
   ]);
 }
 

@@ -35,8 +35,9 @@ export class Migration20261125040100_audit_shared_context extends Migration {
     // As migration 20261125040000's, with the batch's shared context given once: `shared_members` is
     // the text of its three members ("executionContext":...,"actors":...,"method":...), spliced at
     // the front of each record's body (which begins {"rootResource":...) for the hashed text, and
-    // stored once as the batch's context.
-    this.addSql(`create function audit_append_records(for_account varchar, record_ids uuid[], shared_members text, record_contents json, key_inner bytea, key_outer bytea)
+    // stored once as the batch's context. The key's pads come as hex text (every driver binds text;
+    // PGlite binds a bytea parameter only from bytes).
+    this.addSql(`create function audit_append_records(for_account varchar, record_ids uuid[], shared_members text, record_contents json, key_inner_hex text, key_outer_hex text)
       returns void language plpgsql security definer set search_path = public, pg_temp as $$
       declare
         head_position bigint;
@@ -47,6 +48,8 @@ export class Migration20261125040100_audit_shared_context extends Migration {
         hashes varchar[] := '{}';
         item record;
         body_at integer;
+        key_inner bytea := decode(key_inner_hex, 'hex');
+        key_outer bytea := decode(key_outer_hex, 'hex');
       begin
         if octet_length(key_inner) <> 64 or octet_length(key_outer) <> 64 then
           raise exception 'audit chain key pads must be 64 bytes' using errcode = '22023';
@@ -129,6 +132,6 @@ export class Migration20261125040100_audit_shared_context extends Migration {
         anchored_at := last_position;
       end;
     $$;`);
-    this.addSql('revoke all on function audit_append_records(varchar, uuid[], text, json, bytea, bytea) from public;');
+    this.addSql('revoke all on function audit_append_records(varchar, uuid[], text, json, text, text) from public;');
   }
 }
