@@ -237,7 +237,8 @@ describe('revocation and introspection endpoints, user deletion, GraphQL', () =>
 
     const change = 'mutation($input: ChangeMyPasswordInput!) { changeMyPassword(input: $input) { changed } }';
     const wrong = await graphqlCall(fixture.instances[1]!, bearer, change, { input: { currentPassword: 'not my password', newPassword: 'another long passphrase' } });
-    expect(wrong.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    // A form's mistake (SPEC section 20): BAD_USER_INPUT naming the field, not FORBIDDEN.
+    expect(wrong.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', fields: [{ path: ['input', 'currentPassword'], code: 'INCORRECT' }] });
     const changed = await graphqlCall(fixture.instances[1]!, bearer, change, { input: { currentPassword: PASSWORD, newPassword: 'another long passphrase' } });
     expect(changed.data).toEqual({ changeMyPassword: { changed: true } });
     expect(await checkSignIn(fixture.database.em(), m.accountId, m.email, 'another long passphrase')).toBe(m.userId);
