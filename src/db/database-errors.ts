@@ -13,6 +13,7 @@ const TRANSIENT_SQLSTATES = new Set([
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
+  '25006', // read_only_sql_transaction: a write reached a server still (or again) in recovery during a failover
 ]);
 const TRANSIENT_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND']);
 const TRANSIENT_MESSAGES = [
