@@ -56,7 +56,7 @@ const VIEWER = '{ viewer { id } }';
 describe('bearer tokens', () => {
   test('a delegation\'s token authenticates as its user with its scopes and the user\'s rate-limit budget', async () => {
     const account = await h.createAccount();
-    const user = await h.createUser(account, { role: 'admin' });
+    const user = await h.createUser(account, { role: 'admin', name: 'Mobile Admin' });
     const mobile = await issue(user.id, 'mobile', 'users.read oauth_delegations.read');
 
     const me = await h.rest('get', '/users/me', { key: mobile.key });
@@ -73,6 +73,7 @@ describe('bearer tokens', () => {
       role: 'admin',
       scopes: new Set(['users.read', 'oauth_delegations.read']),
       firstParty: true,
+      summaries: { user: 'Mobile Admin' },
       rateLimitKey: `user:${user.id}`,
       expiresAt: (await row(mobile.id)).expires_at,
     });
