@@ -214,6 +214,32 @@ describe('access that changes without a revocation', () => {
     demoted.close();
     other.close();
   });
+
+  test('a promotion through B: the socket stays open and the same subscription is presented with the new rights (the calendar URL appears)', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account, { role: 'user' });
+    const target = await a.createUser(account, { role: 'user' });
+    const promoted = await LiveTestClient.connect(a.httpServer, authorizationOf(user.key as { token: string }));
+    promoted.subscribe('revoked', VIEWER_REVOKED);
+    promoted.subscribe('calendar', CALENDAR, { id: target.id });
+    await sleep(200);
+    const key = `Token token=${(account.key as { token: string }).token}`;
+    const jobTitled = (jobTitle: string) => (message: any) => message.id === 'calendar' && message.type === 'next' && message.payload.data?.userChanged?.user?.jobTitle === jobTitle;
+
+    expect((await bRest.put(`/users/${target.id}`).set({ ...V2, Authorization: key }).send({ user: { job_title: 'Before' } })).status).toBe(200);
+    const before = await promoted.waitFor(jobTitled('Before'));
+    expect(before.payload.data.userChanged.user.httpCalUrl).toBeNull();
+    expect(before.payload.errors[0].extensions.code).toBe('FORBIDDEN');
+
+    expect((await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: key }).send({ user: { role: 'admin' } })).status).toBe(200);
+    await sleep(300);
+    expect((await bRest.put(`/users/${target.id}`).set({ ...V2, Authorization: key }).send({ user: { job_title: 'After' } })).status).toBe(200);
+    const after = await promoted.waitFor(jobTitled('After'));
+    expect(after.payload).toEqual({ data: { userChanged: { kind: 'UPDATED', user: { id: target.id, jobTitle: 'After', httpCalUrl: expect.stringMatching(/^https:\/\//) } } } });
+    expect(promoted.socket.readyState).toBe(promoted.socket.OPEN);
+    expect(promoted.events('revoked')).toEqual([]);
+    promoted.close();
+  });
 });
 
 describe('handshake and authorization', () => {
