@@ -17,7 +17,7 @@ const RECHECK_RETRY_MS = 1_000;
 /** setTimeout's ceiling; a later expiry is re-armed when it is reached. */
 const MAX_TIMER_MS = 2_147_483_647;
 
-/** Closes the connection: its credential no longer grants what it was accepted with. */
+/** Closes the connection: its credential stopped working (not sent for a change of its rights alone). */
 export const CLOSE_ACCESS_REVOKED = 4403;
 
 /**
