@@ -19,6 +19,7 @@ export interface LiveChange {
 /** What a subscription's event stream carries: a change, or `resync` (changes may have been missed meanwhile: read again). */
 export type LiveMessage = { kind: 'change'; change: LiveChange } | { kind: 'resync' };
 
+/** Why a credential stopped working. `access_changed` is never sent (kept for the deprecated enum value). */
 export type AccessRevocationReason = 'credential_revoked' | 'credential_expired' | 'user_deleted' | 'user_suspended' | 'access_changed';
 
 export interface ViewerAccessMessage {
@@ -38,7 +39,7 @@ export interface LiveSession {
    * at once, even while a value is awaited: a subscription that wraps it can end it on unsubscribe.
    */
   accountEvents(): AsyncIterableIterator<LiveMessage>;
-  /** The connection's own access taken away; the connection closes (4403) right after. */
+  /** The connection's credential stopped working; the connection closes (4403) right after. A change of its rights alone is not sent here. */
   viewerAccessEvents(): AsyncIterable<ViewerAccessMessage>;
 }
 

@@ -59,7 +59,8 @@ export class GroupedSubscription implements AsyncIterableIterator<ExecutionResul
     readonly id: string,
     /** The root field: the label of its sent events. */
     readonly field: string,
-    readonly key: string,
+    /** Its payload key: set anew when its connection's rights change, which moves it to another group. */
+    public key: string,
     readonly args: ExecutionArgs,
     /** Its topic's stream, which ends with the subscription; nothing is pushed to it. */
     readonly stream: EventStream<LiveMessage>,
@@ -127,16 +128,11 @@ export class TopicFanOut {
     this.delivering = true;
     try {
       for (let next = this.backlog.shift(); next; next = this.backlog.shift()) {
-        const groups = new Map<string, GroupedSubscription[]>();
-        for (const subscription of this.subscriptions.values()) {
-          if (subscription.since >= next.sequence || subscription.connection.revoked) continue;
-          const group = groups.get(subscription.key);
-          if (group) group.push(subscription);
-          else groups.set(subscription.key, [subscription]);
-        }
+        const sequence = next.sequence;
+        const groups = byKey(this.subscriptions.values(), (subscription) => subscription.since < sequence && !subscription.connection.revoked);
         const { message } = next;
         try {
-          await Promise.all([...groups.values()].map((group) => this.deliver(message, group)));
+          await Promise.all(groups.map((group) => this.deliver(message, group)));
         } catch (error) {
           this.logger.error({ err: error }, 'live updates: sending an event failed');
         }
@@ -147,6 +143,8 @@ export class TopicFanOut {
   }
 
   private async deliver(message: LiveMessage, group: readonly GroupedSubscription[]): Promise<void> {
+    // The rights it is presented with: a member whose key changes meanwhile is presented again (below).
+    const key = group[0]!.key;
     let payload: string;
     try {
       // Any member's arguments do: they differ only in what the key says is irrelevant (the credential, the request id).
@@ -159,9 +157,15 @@ export class TopicFanOut {
     const framed = new Map<string, Buffer>();
     const perConnection = new Map<GroupedConnection, Buffer[]>();
     let sent = 0;
+    const moved: GroupedSubscription[] = [];
     for (const subscription of group) {
       // Unsubscribed, or its access taken away, while the event was presented.
       if (this.subscriptions.get(subscription.stream) !== subscription || subscription.connection.revoked) continue;
+      // Its rights changed while the event was presented (with the group's old rights): it is presented the event with its new ones.
+      if (subscription.key !== key) {
+        moved.push(subscription);
+        continue;
+      }
       let frame = framed.get(subscription.id);
       if (!frame) {
         frame = Buffer.from(`{"id":${JSON.stringify(subscription.id)},"type":"next","payload":${payload}}`);
@@ -174,5 +178,18 @@ export class TopicFanOut {
     }
     for (const [connection, messages] of perConnection) connection.sendAll(messages);
     if (sent) liveEventsSent.inc({ field: group[0]!.field }, sent);
+    if (moved.length) await Promise.all(byKey(moved).map((movedGroup) => this.deliver(message, movedGroup)));
   }
+}
+
+/** Subscriptions grouped by their payload key, in order. */
+function byKey(subscriptions: Iterable<GroupedSubscription>, include: (subscription: GroupedSubscription) => boolean = () => true): GroupedSubscription[][] {
+  const groups = new Map<string, GroupedSubscription[]>();
+  for (const subscription of subscriptions) {
+    if (!include(subscription)) continue;
+    const group = groups.get(subscription.key);
+    if (group) group.push(subscription);
+    else groups.set(subscription.key, [subscription]);
+  }
+  return [...groups.values()];
 }

@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { authenticate, type CredentialResolver } from '../auth/authenticate.js';
-import { scopesOf, type Principal } from '../auth/principal.js';
+import type { Principal } from '../auth/principal.js';
 import type { Database } from '../db/database.js';
 import type { AccessRevocationReason, LiveChange, LiveMessage, LiveSession, ViewerAccessMessage } from '../graphql/live-session.js';
 import type { Logger } from '../logging/logger.js';
 import { liveEventsDropped } from '../observability/metrics.js';
 import { EventStream } from './event-stream.js';
-import { TopicFanOut, type GroupedConnection, type GroupedSubscription, type PresentEvent } from './grouped-delivery.js';
+import { rightsKey, TopicFanOut, type GroupedConnection, type GroupedSubscription, type PresentEvent } from './grouped-delivery.js';
 
 /** Events one subscription may have waiting; more means the client is far behind: it is told `resync` instead. */
 const MAX_BACKLOG_PER_SUBSCRIPTION = 64;
@@ -17,8 +17,19 @@ const RECHECK_RETRY_MS = 1_000;
 /** setTimeout's ceiling; a later expiry is re-armed when it is reached. */
 const MAX_TIMER_MS = 2_147_483_647;
 
-/** Closes the connection: its credential no longer grants what it was accepted with. */
+/** Closes the connection: its credential stopped working (not sent for a change of its rights alone). */
 export const CLOSE_ACCESS_REVOKED = 4403;
+
+/**
+ * A subscription of a connection, as the hub sees it when the connection's rights change while its
+ * credential keeps working (a role lowered, a scope narrowed): it runs its authorization again.
+ */
+export interface ActiveSubscription {
+  /** The subscribe message's payload it serves (a completed subscription's id may be reused by another). */
+  readonly origin: object;
+  /** Authorizes the subscription anew with the connection's current principal; refused, it ends with the refusal (FORBIDDEN). */
+  reauthorize(): Promise<void>;
+}
 
 /** What the hub needs of one WebSocket connection. */
 export interface LiveConnectionSocket {
@@ -36,6 +47,8 @@ export class LiveConnection implements GroupedConnection {
   private readonly viewerStreams = new Set<EventStream<ViewerAccessMessage>>();
   /** The streams of change subscriptions (of a user, of the account). */
   readonly changeStreams = new Set<EventStream<LiveMessage>>();
+  /** The connection's subscriptions by their graphql-ws id, as the socket server registers them. */
+  readonly subscriptions = new Map<string, ActiveSubscription>();
   expiryTimer?: NodeJS.Timeout;
   recheck?: Promise<void>;
   recheckAgain = false;
@@ -56,7 +69,8 @@ export class LiveConnection implements GroupedConnection {
   }
 
   viewerStream(): EventStream<ViewerAccessMessage> {
-    const stream: EventStream<ViewerAccessMessage> = new EventStream<ViewerAccessMessage>(4, () => ({ reason: 'access_changed', occurredAt: new Date() }), () => this.viewerStreams.delete(stream));
+    // At most one message is ever pushed (the connection closes after it): the backlog never overflows.
+    const stream: EventStream<ViewerAccessMessage> = new EventStream<ViewerAccessMessage>(4, () => ({ reason: 'credential_revoked', occurredAt: new Date() }), () => this.viewerStreams.delete(stream));
     this.viewerStreams.add(stream);
     return stream;
   }
@@ -73,20 +87,30 @@ export class LiveConnection implements GroupedConnection {
     this.socket.close(CLOSE_ACCESS_REVOKED, `Forbidden: ${reason.replace(/_/g, ' ')}`);
   }
 
+  /**
+   * The credential still works but grants other rights: the connection acts with them from now on
+   * (every subscription's context reads the connection's principal), and each subscription is
+   * authorized anew; those now refused end with FORBIDDEN, the others continue with the new rights.
+   */
+  async changeRights(principal: Principal, logger: Logger): Promise<void> {
+    this.principal = principal;
+    await Promise.all(
+      [...this.subscriptions.values()].map((subscription) =>
+        subscription.reauthorize().catch((error: unknown) => logger.error({ err: error, connection: this.id }, 'live updates: re-authorizing a subscription failed')),
+      ),
+    );
+  }
+
   end(): void {
+    this.subscriptions.clear();
     clearTimeout(this.expiryTimer);
     for (const stream of [...this.viewerStreams, ...this.changeStreams]) stream.end();
   }
 }
 
-function sameGrants(a: Principal, b: Principal): boolean {
-  if (a.kind !== b.kind || a.accountId !== b.accountId || a.credentialId !== b.credentialId) return false;
-  if ('role' in a && 'role' in b && a.role !== b.role) return false;
-  if (a.kind === 'account_key' && b.kind === 'account_key' && a.readOnly !== b.readOnly) return false;
-  const scopesA = scopesOf(a);
-  const scopesB = scopesOf(b);
-  if (scopesA && scopesB && (scopesA.size !== scopesB.size || [...scopesA].some((scope) => !scopesB.has(scope)))) return false;
-  return true;
+/** The same credential acting for the same account (and so the same user): anything else is another credential. */
+function sameCredential(a: Principal, b: Principal): boolean {
+  return a.kind === b.kind && a.accountId === b.accountId && a.credentialId === b.credentialId;
 }
 
 function revocationReason(change: LiveChange | undefined, expired: boolean): AccessRevocationReason {
@@ -111,8 +135,10 @@ interface LiveTopic {
  * (`deliverGrouped`): an event is then executed once per group of subscriptions that would be sent
  * the same payload, not once per subscription. A change that takes access away from a user
  * re-checks, against the database, the credential of every connection acting as that user (or for
- * the whole account): what no longer authenticates, or now grants less, is told and closed (4403).
- * Suspension, deletion, revocation and a lowered role all work this way, whoever announces them.
+ * the whole account): what no longer authenticates is told (`viewerAccessRevoked`) and closed
+ * (4403); what still authenticates with other rights (a lowered role, narrowed scopes) stays open,
+ * and each of its subscriptions is authorized anew (`LiveConnection.changeRights`). Suspension,
+ * deletion, revocation and a lowered role all work this way, whoever announces them.
  */
 export class LiveHub {
   private readonly connections = new Set<LiveConnection>();
@@ -279,8 +305,9 @@ export class LiveHub {
       try {
         const authentication = await authenticate(this.database.em(), connection.authorization, this.resolvers, 'websocket');
         if (authentication.status !== 'authenticated') return await connection.revoke(revocationReason(change, expiring));
-        if (!sameGrants(connection.principal, authentication.principal)) return await connection.revoke('access_changed');
-        connection.principal = authentication.principal;
+        if (!sameCredential(connection.principal, authentication.principal)) return await connection.revoke('credential_revoked');
+        if (rightsKey(connection.principal) !== rightsKey(authentication.principal)) await connection.changeRights(authentication.principal, this.logger);
+        else connection.principal = authentication.principal;
         this.armExpiry(connection, authentication.principal.expiresAt);
       } catch (error) {
         this.logger.warn({ err: error, connection: connection.id }, 'live updates: could not re-check a connection\'s credential; retrying');

@@ -22,7 +22,7 @@ import type { Logger } from '../logging/logger.js';
 import { liveConnections, liveEventsDropped, liveEventsSent, liveSubscriptions, rateLimitDecisions } from '../observability/metrics.js';
 import { decodeLiveChanges, LIVE_CHANNEL } from './live-change.codec.js';
 import { EventStream } from './event-stream.js';
-import { GroupedSubscription, payloadKey } from './grouped-delivery.js';
+import { GroupedSubscription, payloadKey, rightsKey } from './grouped-delivery.js';
 import { LiveConnection, LiveHub, type LiveConnectionSocket } from './live-hub.js';
 
 export const DEFAULT_LIVE_LIMITS: LiveUpdateLimits = {
@@ -109,13 +109,16 @@ interface SubscriptionOrigin {
   id: string;
   field: string;
   payload: SubscribePayload;
+  remoteAddress: string | undefined;
 }
 
 /**
  * A subscription whose events are not grouped (its resolver builds its own stream): each event is
- * executed for it alone, as graphql-js' `subscribe` does. Ending it ends its source at once.
+ * executed for it alone, as graphql-js' `subscribe` does. Ending it ends its source at once;
+ * `fail` ends it with an error (graphql-ws sends it as the subscription's `error` message).
  */
-function executedEach(source: AsyncIterator<unknown>, args: ExecutionArgs): AsyncIterableIterator<ExecutionResult> {
+function executedEach(source: AsyncIterator<unknown>, args: ExecutionArgs): AsyncIterableIterator<ExecutionResult> & { fail(error: unknown): void } {
+  let failure: { error: unknown } | undefined;
   const finish = async (): Promise<IteratorResult<ExecutionResult>> => {
     await source.return?.();
     return { value: undefined, done: true };
@@ -123,6 +126,7 @@ function executedEach(source: AsyncIterator<unknown>, args: ExecutionArgs): Asyn
   return {
     async next() {
       const event = await source.next();
+      if (failure) throw failure.error;
       if (event.done) return { value: undefined, done: true };
       try {
         return { value: await execute({ ...args, rootValue: event.value }), done: false };
@@ -136,10 +140,26 @@ function executedEach(source: AsyncIterator<unknown>, args: ExecutionArgs): Asyn
       await finish();
       throw error;
     },
+    fail(error: unknown) {
+      failure ??= { error };
+      void source.return?.();
+    },
     [Symbol.asyncIterator]() {
       return this;
     },
   };
+}
+
+/** What a subscription's authorization answers: nothing when allowed, else the refusal (the domain error where there is one). */
+async function refusalOf(args: ExecutionArgs): Promise<unknown> {
+  const source = await createSourceEventStream(args);
+  if (Symbol.asyncIterator in source) {
+    // Allowed: the stream the check opened is not the subscription's; it is released at once.
+    await source[Symbol.asyncIterator]().return?.();
+    return undefined;
+  }
+  const refusal = source.errors?.[0];
+  return refusal ? (refusal.originalError ?? refusal) : undefined;
 }
 
 /**
@@ -154,6 +174,24 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
   const origins = new WeakMap<object, SubscriptionOrigin>();
   const validationRules = [...specifiedRules, ...queryLimitRules(options.queryLimits)];
   let draining = false;
+
+  /**
+   * A subscription's context. It acts as the connection's principal as it is now, not as it was at
+   * subscribe: when the connection's rights change (`LiveConnection.changeRights`), every event is
+   * executed, and every field authorized, with the new ones. Subscriptions write nothing.
+   */
+  const subscriptionContext = (connection: LiveConnection, requestId: string, remoteAddress: string | undefined): Context => {
+    const context = withLazyEntityManager(createContext({
+      em: undefined as unknown as Context['em'],
+      authentication: { status: 'authenticated', principal: connection.principal },
+      requestId,
+      runtime,
+      transactions: database.transactions.onBehalfOf({ face: 'graphql', principal: connection.principal, requestId, remoteAddress, description: 'subscription' }),
+      live: hub.session(connection),
+    }), () => database.em());
+    Object.defineProperty(context, 'authentication', { enumerable: true, get: (): Context['authentication'] => ({ status: 'authenticated', principal: connection.principal }) });
+    return context;
+  };
 
   const listener: NotificationListener = await database.listen(LIVE_CHANNEL, {
     notification(payload) {
@@ -187,18 +225,31 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
      * the same document, variables and rights, and sent by the fan-out, not by graphql-ws.
      */
     async subscribe(args) {
-      const source = await createSourceEventStream(args);
-      if (!(Symbol.asyncIterator in source)) return source;
       const origin = origins.get(args.contextValue as object);
       origins.delete(args.contextValue as object);
-      if (origin && source instanceof EventStream) {
-        const { connection, id, field, payload } = origin;
-        // The principal the subscription executes as (its context's), whose rights decide what it is sent.
-        const key = payloadKey(payload.query, payload.operationName, payload.variables, requirePrincipal(args.contextValue as Context));
-        const grouped = new GroupedSubscription(connection, id, field, key, args, source as EventStream<LiveMessage>, hub.lastSequence);
-        if (hub.deliverGrouped(grouped)) return grouped;
+      const rightsAtStart = origin && rightsKey(origin.connection.principal);
+      const source = await createSourceEventStream(args);
+      if (!(Symbol.asyncIterator in source)) return source;
+      if (!origin) return executedEach(source[Symbol.asyncIterator](), args);
+      const { connection, id, field, payload } = origin;
+      // The principal the subscription executes as (its context's, the connection's), whose rights decide what it is sent.
+      const keyNow = () => payloadKey(payload.query, payload.operationName, payload.variables, requirePrincipal(args.contextValue as Context));
+      let subscription: GroupedSubscription | ReturnType<typeof executedEach> | undefined;
+      if (source instanceof EventStream) {
+        const grouped = new GroupedSubscription(connection, id, field, keyNow(), args, source as EventStream<LiveMessage>, hub.lastSequence);
+        if (hub.deliverGrouped(grouped)) subscription = grouped;
       }
-      return executedEach(source[Symbol.asyncIterator](), args);
+      const served = subscription ?? executedEach(source[Symbol.asyncIterator](), args);
+      const reauthorize = async () => {
+        if (served instanceof GroupedSubscription) served.key = keyNow();
+        // The check subscribe passed (the field's @Authorized through the one auth checker, then its resolver's own), in a context of its own.
+        const refusal = await refusalOf({ ...args, contextValue: subscriptionContext(connection, `${connection.id}/${id}`, origin.remoteAddress) });
+        if (refusal !== undefined) served.fail(refusal);
+      };
+      connection.subscriptions.set(id, { origin: payload, reauthorize });
+      // Rights changed while subscribe ran: the change's re-check may have missed it.
+      if (rightsKey(connection.principal) !== rightsAtStart) void reauthorize().catch((error: unknown) => logger.error({ err: error }, 'live updates: re-authorizing a subscription failed'));
+      return served;
     },
     async onConnect(ctx) {
       const { socket } = ctx.extra;
@@ -271,21 +322,14 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
         if (error instanceof GraphQLError) return [error];
         throw error;
       }
-      const requestId = `${connection.id}/${id}`;
-      const contextValue: Context = withLazyEntityManager(createContext({
-        em: undefined as unknown as Context['em'],
-        authentication: { status: 'authenticated', principal: connection.principal },
-        requestId,
-        runtime,
-        transactions: database.transactions.onBehalfOf({ face: 'graphql', principal: connection.principal, requestId, remoteAddress: ctx.extra.request.socket.remoteAddress, description: 'subscription' }),
-        live: hub.session(connection),
-      }), () => database.em());
+      const remoteAddress = ctx.extra.request.socket.remoteAddress;
+      const contextValue = subscriptionContext(connection, `${connection.id}/${id}`, remoteAddress);
       subscriptions.add(id);
       const root = operation.selectionSet.selections[0];
       // A bounded label: the schema's subscription fields (validation refused any other name).
       const field = root?.kind === 'Field' ? root.name.value : 'unknown';
       ctx.extra.fields.set(id, field);
-      origins.set(contextValue, { connection, id, field, payload });
+      origins.set(contextValue, { connection, id, field, payload, remoteAddress });
       liveSubscriptions.inc();
       return { schema, document, operationName: payload.operationName, variableValues: payload.variables ?? undefined, contextValue };
     },
@@ -296,8 +340,10 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
     onError(_ctx, _id, _payload, errors) {
       return formatted(errors);
     },
-    onComplete(ctx, id) {
+    onComplete(ctx, id, payload) {
       ctx.extra.fields.delete(id);
+      // An id may be reused once completed: only this subscription's registration goes.
+      if (ctx.extra.connection?.subscriptions.get(id)?.origin === payload) ctx.extra.connection.subscriptions.delete(id);
       if (ctx.extra.subscriptions.delete(id)) liveSubscriptions.dec();
     },
     onClose(ctx) {

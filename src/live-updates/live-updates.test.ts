@@ -170,25 +170,89 @@ describe('suspension (SCIM `active: false`, GraphQL updateUser)', () => {
 });
 
 describe('access that changes without a revocation', () => {
-  test('a role change through B: the user\'s connection on A is told ACCESS_CHANGED and closed; another user\'s stays', async () => {
+  const AUDIT = 'subscription { auditRecordAdded { kind } }';
+  const SELF = 'subscription ($id: ID!) { userChanged(id: $id) { kind changedFields user { id role } } }';
+  const CALENDAR = 'subscription ($id: ID!) { userChanged(id: $id) { kind user { id jobTitle httpCalUrl } } }';
+
+  test('a demotion through B: the admin\'s socket on A stays open, no viewerAccessRevoked; only the subscriptions it may no longer see end (FORBIDDEN), the rest continue with the new rights', async () => {
     const account = await a.createAccount();
     const user = await a.createUser(account, { role: 'admin' });
     const bystander = await a.createUser(account, { role: 'admin' });
+    const target = await a.createUser(account, { role: 'user' });
     const demoted = await LiveTestClient.connect(a.httpServer, authorizationOf(user.key as { token: string }));
     const other = await LiveTestClient.connect(a.httpServer, authorizationOf(bystander.key as { token: string }));
-    demoted.subscribe('revoked', VIEWER_REVOKED);
-    other.subscribe('revoked', VIEWER_REVOKED);
-    await sleep(100);
+    for (const client of [demoted, other]) {
+      client.subscribe('revoked', VIEWER_REVOKED);
+      client.subscribe('audit', AUDIT);
+      client.subscribe('calendar', CALENDAR, { id: target.id });
+    }
+    demoted.subscribe('self', SELF, { id: user.id });
+    await sleep(200);
     const key = `Token token=${(account.key as { token: string }).token}`;
-    expect((await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: key }).send({ user: { role: 'observer' } })).status).toBe(200);
-    const event = await demoted.waitFor((message) => message.id === 'revoked' && message.type === 'next');
-    expect(event.payload.data.viewerAccessRevoked.reason).toBe('ACCESS_CHANGED');
-    expect((await demoted.closed).code).toBe(4403);
-    // The same credential, now an observer's, is accepted again on reconnection.
-    (await LiveTestClient.connect(a.httpServer, authorizationOf(user.key as { token: string }))).close();
-    expect(other.socket.readyState).toBe(other.socket.OPEN);
-    expect(other.events('revoked')).toEqual([]);
+    const nextOf = async (client: LiveTestClient, id: string, match: (payload: any) => boolean = () => true) =>
+      (await client.waitFor((message) => message.id === id && message.type === 'next' && match(message.payload))).payload;
+    const withUrl = (jobTitle: string) => ({ data: { userChanged: { kind: 'UPDATED', user: { id: target.id, jobTitle, httpCalUrl: expect.stringMatching(/^https:\/\//) } } } });
+
+    // As an admin, the user is sent another user's calendar URL.
+    expect((await bRest.put(`/users/${target.id}`).set({ ...V2, Authorization: key }).send({ user: { job_title: 'Before' } })).status).toBe(200);
+    expect(await nextOf(demoted, 'calendar')).toEqual(withUrl('Before'));
+    const demotedAt = Date.now();
+    expect((await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: key }).send({ user: { role: 'user' } })).status).toBe(200);
+
+    // The audit trail needs can_update_user: that subscription alone ends, with its own error message.
+    const ended = await demoted.waitFor((message) => message.id === 'audit' && message.type === 'error');
+    expect(ended.payload).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'FORBIDDEN', apiErrorCode: 2010 }) })]);
+    expect(Date.now() - demotedAt).toBeLessThan(1_000);
+    // The viewer's own userChanged continues and tells the app what changed.
+    expect(await nextOf(demoted, 'self')).toEqual({ data: { userChanged: { kind: 'UPDATED', changedFields: ['role'], user: { id: user.id, role: 'USER' } } } });
+
+    // Still subscribed to another user's changes, now presented with a user's rights: no calendar URL.
+    expect((await bRest.put(`/users/${target.id}`).set({ ...V2, Authorization: key }).send({ user: { job_title: 'After' } })).status).toBe(200);
+    const after = await nextOf(demoted, 'calendar', (payload) => payload.data?.userChanged?.user?.jobTitle === 'After');
+    expect(after.data.userChanged.user.httpCalUrl).toBeNull();
+    expect(after.errors).toEqual([expect.objectContaining({ path: ['userChanged', 'user', 'httpCalUrl'], extensions: expect.objectContaining({ code: 'FORBIDDEN' }) })]);
+    // The admin who kept the role still gets the URL, and its audit subscription goes on.
+    expect(await nextOf(other, 'calendar', (payload) => payload.data?.userChanged?.user?.jobTitle === 'After')).toEqual(withUrl('After'));
+    await sleep(200);
+    expect(other.messages.filter((message) => message.type === 'error')).toEqual([]);
+    expect(other.events('audit').length).toBeGreaterThan(0);
+
+    // Not a revocation: nothing on viewerAccessRevoked, the socket open, no other subscription ended.
+    expect(demoted.socket.readyState).toBe(demoted.socket.OPEN);
+    expect(demoted.events('revoked')).toEqual([]);
+    expect(demoted.messages.filter((message) => message.type === 'error' || message.type === 'complete').map((message) => message.id)).toEqual(['audit']);
+    // A new subscription is authorized with the new rights too.
+    demoted.subscribe('audit-again', AUDIT);
+    const refused = await demoted.waitFor((message) => message.id === 'audit-again' && (message.type === 'error' || message.type === 'next'));
+    expect(JSON.stringify(refused.payload)).toContain('FORBIDDEN');
+    demoted.close();
     other.close();
+  });
+
+  test('a promotion through B: the socket stays open and the same subscription is presented with the new rights (the calendar URL appears)', async () => {
+    const account = await a.createAccount();
+    const user = await a.createUser(account, { role: 'user' });
+    const target = await a.createUser(account, { role: 'user' });
+    const promoted = await LiveTestClient.connect(a.httpServer, authorizationOf(user.key as { token: string }));
+    promoted.subscribe('revoked', VIEWER_REVOKED);
+    promoted.subscribe('calendar', CALENDAR, { id: target.id });
+    await sleep(200);
+    const key = `Token token=${(account.key as { token: string }).token}`;
+    const jobTitled = (jobTitle: string) => (message: any) => message.id === 'calendar' && message.type === 'next' && message.payload.data?.userChanged?.user?.jobTitle === jobTitle;
+
+    expect((await bRest.put(`/users/${target.id}`).set({ ...V2, Authorization: key }).send({ user: { job_title: 'Before' } })).status).toBe(200);
+    const before = await promoted.waitFor(jobTitled('Before'));
+    expect(before.payload.data.userChanged.user.httpCalUrl).toBeNull();
+    expect(before.payload.errors[0].extensions.code).toBe('FORBIDDEN');
+
+    expect((await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: key }).send({ user: { role: 'admin' } })).status).toBe(200);
+    await sleep(300);
+    expect((await bRest.put(`/users/${target.id}`).set({ ...V2, Authorization: key }).send({ user: { job_title: 'After' } })).status).toBe(200);
+    const after = await promoted.waitFor(jobTitled('After'));
+    expect(after.payload).toEqual({ data: { userChanged: { kind: 'UPDATED', user: { id: target.id, jobTitle: 'After', httpCalUrl: expect.stringMatching(/^https:\/\//) } } } });
+    expect(promoted.socket.readyState).toBe(promoted.socket.OPEN);
+    expect(promoted.events('revoked')).toEqual([]);
+    promoted.close();
   });
 });
 

@@ -12,17 +12,20 @@ export const AccessRevocationReasonEnum = {
 
 registerEnumType(AccessRevocationReasonEnum, {
   name: 'AccessRevocationReason',
-  description: 'Why the connection\'s credential no longer grants what it was accepted with.',
+  description: 'Why the connection\'s credential stopped working.',
   valuesConfig: {
     CREDENTIAL_REVOKED: { description: 'The key or token was revoked (a sign-out, `DELETE /oauth_delegations`, an app deleted).' },
     CREDENTIAL_EXPIRED: { description: 'The token reached its expiry.' },
     USER_DELETED: { description: 'The credential\'s user was deleted.' },
     USER_SUSPENDED: { description: 'The credential\'s user was suspended.' },
-    ACCESS_CHANGED: { description: 'The credential still works but grants something else now (a changed role): reconnect to be authorized anew.' },
+    ACCESS_CHANGED: {
+      description: 'Never sent.',
+      deprecationReason: 'A change that leaves the credential working (a changed role, narrowed scopes) is not a revocation: the connection stays open and each subscription the viewer may no longer see ends with its own FORBIDDEN error.',
+    },
   },
 });
 
-@ObjectType({ description: 'The connection\'s own access was taken away; the server closes the WebSocket (4403) right after sending this.' })
+@ObjectType({ description: 'The connection\'s credential stopped working; the server closes the WebSocket (4403) right after sending this. Sign the viewer out (or ask for a new credential).' })
 export class ViewerAccessRevokedEvent {
   @Field(() => AccessRevocationReasonEnum, { description: 'Why access ended.' })
   reason!: AccessRevocationReason;
@@ -36,7 +39,7 @@ export class ViewerAccessResolver {
   // Any credential may learn that its own access is gone: no scope or role is required.
   @Authorized()
   @Subscription(() => ViewerAccessRevokedEvent, {
-    description: 'Sent once when the credential of this connection is revoked, expires, or its user is deleted or suspended (or loses rights); the socket then closes with 4403. WebSocket only (graphql-ws).',
+    description: 'Sent once when the credential of this connection stops working (revoked, expired, its user deleted or suspended, its app disabled); the socket then closes with 4403. A change that leaves the credential working (a changed role) is not sent here: the connection stays open, and subscriptions the viewer may no longer see end with FORBIDDEN. WebSocket only (graphql-ws).',
     subscribe: ({ context }) => requireLiveSession(context as Context).viewerAccessEvents(),
   })
   viewerAccessRevoked(@Root() message: ViewerAccessMessage, @Ctx() _context: Context): ViewerAccessRevokedEvent {

@@ -23,9 +23,9 @@ export type Scalars = {
   URL: { input: string; output: string; }
 };
 
-/** Why the connection's credential no longer grants what it was accepted with. */
+/** Why the connection's credential stopped working. */
 export type AccessRevocationReason =
-  /** The credential still works but grants something else now (a changed role): reconnect to be authorized anew. */
+  /** Never sent. */
   | 'ACCESS_CHANGED'
   /** The token reached its expiry. */
   | 'CREDENTIAL_EXPIRED'
