@@ -210,7 +210,7 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
     if (!userId && !identity.email) throw new Refusal(REFUSED, 401, 'an unlinked subject with no usable email');
     if (!userId) throw new Refusal(NO_ACCESS, 403, 'no eligible user for the asserted subject or email');
     res.clearCookie(BROWSER_COOKIE, { path: BROWSER_COOKIE_PATH });
-    const resumeAt = await finisher.signedIn(trip.interaction_uid, trip.account_id, userId);
+    const resumeAt = await finisher.signedIn(trip.interaction_uid, trip.account_id, userId, settings.displayName);
     if (!resumeAt) throw new Refusal(EXPIRED, 400, 'the interaction no longer waits for a sign-in');
     logger.info({ accountId: trip.account_id, userId, protocol: settings.protocol, provider: settings.displayName }, 'single sign-on');
     res.redirect(303, resumeAt);
