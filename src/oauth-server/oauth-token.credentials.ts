@@ -35,7 +35,6 @@ export const flowTokenCredentials: CredentialResolver = {
          join oauth_delegations d on d.grant_id = r.grant_id and d.status = 'issued' and d.expires_at > ?
          join oauth_apps a on a.client_id = d.client_id and a.disabled_at is null
          left join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null and u.suspended_at is null
-         left join oauth_apps a on a.client_id = d.client_id
         where r.model in ('AccessToken', 'ClientCredentials') and r.key_digest = ? and r.expires_at > ?`,
       [at, digest, at],
       { prepared: true },
