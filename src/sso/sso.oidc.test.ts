@@ -59,6 +59,9 @@ describe('OIDC sign-in through the company identity provider', () => {
     const delegations = await api(fixture.instances[0]!, 'GET', `/users/${member.userId}/oauth_delegations`, `Token token=${member.ownerKey}`);
     expect(delegations.body.oauth_delegations).toHaveLength(1);
     expect(delegations.body.oauth_delegations[0]).toMatchObject({ delegation_type: 'mobile', status: 'issued' });
+    // The browser's sign-in session says how it was made.
+    const sessions = await graphqlCall(fixture.instances[0]!, `Token token=${member.ownerKey}`, 'query($id: ID!) { user(id: $id) { signInSessions { method identityProvider current } } }', { id: member.userId });
+    expect(sessions.data.user.signInSessions).toEqual([{ method: 'SINGLE_SIGN_ON', identityProvider: 'Okta', current: false }]);
     // Revocation refuses the token at once, as for any delegation.
     expect((await api(fixture.instances[0]!, 'DELETE', `/oauth_delegations?user_id=${member.userId}&type=mobile`, `Token token=${member.ownerKey}`)).status).toBe(200);
     expect((await api(fixture.instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`)).status).toBe(401);
