@@ -6,6 +6,9 @@ import { Account } from '../accounts/account.entity.js';
 import { User } from '../users/user.entity.js';
 import { configureSsoCommand, disableSsoCommand, showSsoCommand } from '../cli/commands/sso.commands.js';
 import { formOf } from '../../test/support/oauth-server.js';
+import type { Response } from 'express';
+import { createLogger } from '../logging/logger.js';
+import { ssoSignInMethod } from './sso.sign-in.js';
 import { APP_REDIRECT, chooseProvider, configureSso, openSignIn, passIdentityProvider, startForgingIdentityProvider, startOidcIdentityProvider } from '../../test/support/sso.js';
 
 const fixture = useOAuthServers(1);
@@ -257,6 +260,16 @@ describe('OIDC sign-in through the company identity provider', () => {
     } finally {
       await forging.stop();
     }
+  });
+
+  test('at sign-in the issuer\'s discovery document is fetched through the SSRF guard: in production a loopback issuer is refused', async () => {
+    const member = await ssoAccount();
+    const instance = fixture.instances[0]!;
+    const begin = (production: boolean) => ssoSignInMethod({ database: fixture.database, runtime: { ...instance.app.runtime, production }, logger: createLogger({ logLevel: 'silent' }), limitPerAddress: (_req, _res, next) => next() })
+      .begin({ interactionUid: 'an-interaction', accountId: member.accountId, loginHint: member.email }, { cookie: () => undefined } as unknown as Response);
+    // Outside production, a provider on this machine is allowed: the browser is sent to it.
+    expect(await begin(false)).toMatch(new RegExp(`^${idp.issuer}`));
+    await expect(begin(true)).rejects.toMatchObject({ details: [expect.stringContaining('https only')] });
   });
 
   test('the secret is never shown and not stored in plaintext', async () => {
