@@ -5,7 +5,7 @@ import { Account } from '../accounts/account.entity.js';
 import { User } from '../users/user.entity.js';
 import { AccountsService } from '../accounts/accounts.service.js';
 import { digestSecret } from '../auth/secrets.js';
-import { CookieJar, PASSWORD, browse, discover, newMember, registerApp, signIn, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
+import { CookieJar, PASSWORD, authorizeAgain, type browse, discover, newMember, registerApp, signIn, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
 
 /** SPEC section 17: a user's sign-in sessions can be seen (`User.signInSessions`) and ended (`revokeSignInSessions`). */
 const fixture = useOAuthServers(1);
@@ -45,13 +45,7 @@ async function browserOf(member: Member, scope = SESSION_SCOPES) {
   const config = await discover(base(), app.clientId, client.ClientSecretBasic(clientSecret!));
   const jar = new CookieJar();
   const { tokens } = await signIn({ config, baseUrl: base(), redirectUri: WEB_REDIRECT, scope, email: member.email, password: PASSWORD, jar });
-  const authorize = async () => browse(jar, client.buildAuthorizationUrl(config, {
-    redirect_uri: WEB_REDIRECT,
-    scope: 'openid users.read',
-    code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
-    code_challenge_method: 'S256',
-    state: client.randomState(),
-  }), WEB_REDIRECT);
+  const authorize = () => authorizeAgain(jar, config, WEB_REDIRECT);
   return { jar, bearer: `Bearer ${tokens.access_token}`, authorize };
 }
 
