@@ -112,7 +112,7 @@ export class ApiKeyResolver {
       + 'USER keys: the user themself (not read-only or restricted roles), or can_update_user for another user (the owner\'s only by the owner). '
       + 'A token needs every scope: a key is limited by none.',
   })
-  async createApiKey(@Arg('input', () => CreateApiKeyInput) input: CreateApiKeyInput, @Ctx() context: Context): Promise<CreateApiKeyPayload> {
+  async createApiKey(@Arg('input', () => CreateApiKeyInput, { description: 'What to change: see the input type.' }) input: CreateApiKeyInput, @Ctx() context: Context): Promise<CreateApiKeyPayload> {
     const issued = await apiKeysService(context).create({ kind: input.kind, userId: input.userId, description: input.description, expiresAt: input.expiresAt });
     return { apiKey: issued.apiKey, secret: issued.secret };
   }
@@ -122,7 +122,7 @@ export class ApiKeyResolver {
     description: 'Revokes an API key before answering: it is refused from the next request on, on every instance, and its open sockets close. '
       + 'Account keys: account_admin; USER keys: the user themself (not read-only or restricted) or an owner, admin or full-access account key.',
   })
-  async revokeApiKey(@Arg('input', () => RevokeApiKeyInput) input: RevokeApiKeyInput, @Ctx() context: Context): Promise<RevokeApiKeyPayload> {
+  async revokeApiKey(@Arg('input', () => RevokeApiKeyInput, { description: 'What to change: see the input type.' }) input: RevokeApiKeyInput, @Ctx() context: Context): Promise<RevokeApiKeyPayload> {
     return { apiKey: await apiKeysService(context).revoke(input.id) };
   }
 
@@ -130,7 +130,7 @@ export class ApiKeyResolver {
   @Mutation(() => RollApiKeyPayload, {
     description: 'Replaces an ACTIVE API key by a new one (same kind, user, description, expiry); the old one keeps working for `previousExpiresIn` seconds. Same rights as creating the key.',
   })
-  async rollApiKey(@Arg('input', () => RollApiKeyInput) input: RollApiKeyInput, @Ctx() context: Context): Promise<RollApiKeyPayload> {
+  async rollApiKey(@Arg('input', () => RollApiKeyInput, { description: 'What to change: see the input type.' }) input: RollApiKeyInput, @Ctx() context: Context): Promise<RollApiKeyPayload> {
     const rolled = await apiKeysService(context).roll(input.id, input.previousExpiresIn);
     return { apiKey: rolled.apiKey, secret: rolled.secret, previous: rolled.previous };
   }

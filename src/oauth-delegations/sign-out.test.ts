@@ -75,6 +75,7 @@ describe('bearer tokens', () => {
       firstParty: true,
       rateLimitKey: `user:${user.id}`,
       expiresAt: (await row(mobile.id)).expires_at,
+      summaries: { user: user.name },
     });
   });
 

@@ -237,7 +237,8 @@ describe('revocation and introspection endpoints, user deletion, GraphQL', () =>
 
     const change = 'mutation($input: ChangeMyPasswordInput!) { changeMyPassword(input: $input) { changed } }';
     const wrong = await graphqlCall(fixture.instances[1]!, bearer, change, { input: { currentPassword: 'not my password', newPassword: 'another long passphrase' } });
-    expect(wrong.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    // A wrong current password is the input's fault (src/oauth-server/password-change.test.ts).
+    expect(wrong.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
     const changed = await graphqlCall(fixture.instances[1]!, bearer, change, { input: { currentPassword: PASSWORD, newPassword: 'another long passphrase' } });
     expect(changed.data).toEqual({ changeMyPassword: { changed: true } });
     expect(await checkSignIn(fixture.database.em(), m.accountId, m.email, 'another long passphrase')).toBe(m.userId);

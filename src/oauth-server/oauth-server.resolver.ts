@@ -183,7 +183,7 @@ export class OAuthServerResolver {
     description: 'Registers an app of the caller\'s account; a confidential one\'s secret is answered once. account_admin; a token needs credentials.write '
       + 'and cannot give the app scopes it does not hold. Audited.',
   })
-  async registerOAuthApp(@Arg('input', () => RegisterOAuthAppInput) input: RegisterOAuthAppInput, @Ctx() context: Context): Promise<RegisterOAuthAppPayload> {
+  async registerOAuthApp(@Arg('input', () => RegisterOAuthAppInput, { description: 'What to change: see the input type.' }) input: RegisterOAuthAppInput, @Ctx() context: Context): Promise<RegisterOAuthAppPayload> {
     const principal = requirePrincipal(context);
     const created = await appsService(context).create({
       accountId: principal.accountId,
@@ -201,7 +201,7 @@ export class OAuthServerResolver {
     description: 'Gives a confidential app a new client secret (answered once); the previous one keeps working for previousExpiresIn seconds. '
       + 'account_admin; a token needs credentials.write. Audited.',
   })
-  async rotateOAuthAppSecret(@Arg('input', () => RotateOAuthAppSecretInput) input: RotateOAuthAppSecretInput, @Ctx() context: Context): Promise<RotateOAuthAppSecretPayload> {
+  async rotateOAuthAppSecret(@Arg('input', () => RotateOAuthAppSecretInput, { description: 'What to change: see the input type.' }) input: RotateOAuthAppSecretInput, @Ctx() context: Context): Promise<RotateOAuthAppSecretPayload> {
     const principal = requirePrincipal(context);
     return appsService(context).rotateSecret(input.clientId, input.previousExpiresIn, { accountId: principal.accountId });
   }
@@ -211,7 +211,7 @@ export class OAuthServerResolver {
     description: 'Renames an app, replaces its redirect URIs or scopes, disables or enables it. Disabling refuses its tokens at once on every instance '
       + 'and closes its live connections. account_admin; a token needs credentials.write. Audited.',
   })
-  async updateOAuthApp(@Arg('input', () => UpdateOAuthAppInput) input: UpdateOAuthAppInput, @Ctx() context: Context): Promise<UpdateOAuthAppPayload> {
+  async updateOAuthApp(@Arg('input', () => UpdateOAuthAppInput, { description: 'What to change: see the input type.' }) input: UpdateOAuthAppInput, @Ctx() context: Context): Promise<UpdateOAuthAppPayload> {
     const principal = requirePrincipal(context);
     const app = await appsService(context).update(input.clientId, {
       name: input.name ?? undefined,
@@ -227,7 +227,7 @@ export class OAuthServerResolver {
     description: 'Deletes an app and revokes every delegation it holds (its users\' sign-ins, an integration\'s account-wide one). '
       + 'account_admin; a token needs credentials.write. Audited.',
   })
-  async deleteOAuthApp(@Arg('input', () => DeleteOAuthAppInput) input: DeleteOAuthAppInput, @Ctx() context: Context): Promise<DeleteOAuthAppPayload> {
+  async deleteOAuthApp(@Arg('input', () => DeleteOAuthAppInput, { description: 'What to change: see the input type.' }) input: DeleteOAuthAppInput, @Ctx() context: Context): Promise<DeleteOAuthAppPayload> {
     const principal = requirePrincipal(context);
     const { app, revokedDelegations } = await appsService(context).delete(input.clientId, principal, principal.accountId);
     return { app, revokedDelegationCount: revokedDelegations };

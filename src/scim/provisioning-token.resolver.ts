@@ -66,7 +66,7 @@ export class ProvisioningTokenResolver {
 
   @Authorized<Requirement>('credentials.write', 'account_admin', 'write')
   @Mutation(() => CreateProvisioningTokenPayload, { description: 'Creates a provisioning token (valid only on /scim/v2 of this account); its secret is in the answer only. Owners, admins and full-access account keys.' })
-  async createProvisioningToken(@Arg('input', () => CreateProvisioningTokenInput) input: CreateProvisioningTokenInput, @Ctx() context: Context): Promise<CreateProvisioningTokenPayload> {
+  async createProvisioningToken(@Arg('input', () => CreateProvisioningTokenInput, { description: 'What to change: see the input type.' }) input: CreateProvisioningTokenInput, @Ctx() context: Context): Promise<CreateProvisioningTokenPayload> {
     const principal = requirePrincipal(context);
     policy.assertMayIssueProvisioningToken(principal);
     const issued = await context.transactions.run(context.em, (tx) => new ProvisioningTokensService(tx).create(principal.accountId, input.description ?? undefined), 'provisioningTokens.create');
@@ -75,7 +75,7 @@ export class ProvisioningTokenResolver {
 
   @Authorized<Requirement>('credentials.write', 'account_admin', 'write')
   @Mutation(() => RevokeProvisioningTokenPayload, { description: 'Revokes a provisioning token before answering: refused from the next request on, on every instance. Owners, admins and full-access account keys.' })
-  async revokeProvisioningToken(@Arg('input', () => RevokeProvisioningTokenInput) input: RevokeProvisioningTokenInput, @Ctx() context: Context): Promise<RevokeProvisioningTokenPayload> {
+  async revokeProvisioningToken(@Arg('input', () => RevokeProvisioningTokenInput, { description: 'What to change: see the input type.' }) input: RevokeProvisioningTokenInput, @Ctx() context: Context): Promise<RevokeProvisioningTokenPayload> {
     const principal = requirePrincipal(context);
     const revoked = await context.transactions.run(context.em, (tx) => new ProvisioningTokensService(tx).revoke(input.id, principal.accountId), 'provisioningTokens.revoke');
     return { provisioningToken: revoked.provisioningToken };

@@ -148,7 +148,7 @@ export class SsoResolver {
     description: 'Configures (or replaces) the account\'s identity provider. An OIDC issuer\'s discovery document is fetched by the server first (SSRF-guarded); '
       + 'a SAML metadata document is parsed. account_admin; a token needs credentials.write. Audited.',
   })
-  async configureSingleSignOn(@Arg('input', () => ConfigureSingleSignOnInput) input: ConfigureSingleSignOnInput, @Ctx() context: Context): Promise<SingleSignOnPayload> {
+  async configureSingleSignOn(@Arg('input', () => ConfigureSingleSignOnInput, { description: 'What to change: see the input type.' }) input: ConfigureSingleSignOnInput, @Ctx() context: Context): Promise<SingleSignOnPayload> {
     const { accountId } = requirePrincipal(context);
     await ssoService(context).configure({
       accountId,
