@@ -111,6 +111,8 @@ const ROWS: Row[] = [
   { operation: 'Mutation.deleteUser', rule: DELETE_USER, call: graphql('mutation($id: ID!) { deleteUser(input: { id: $id }) { deletedUserId } }', (s) => ({ id: s.id })) },
   { operation: 'Mutation.regenerateUserCalendarKey', rule: REGENERATE, call: graphql('mutation($id: ID!) { regenerateUserCalendarKey(input: { userId: $id }) { user { id } } }', (s) => ({ id: s.id })) },
   { operation: 'Mutation.deleteOAuthDelegations', rule: REVOKE, call: graphql('mutation($id: ID!) { deleteOAuthDelegations(input: { userId: $id, types: [MOBILE] }) { revokedCount } }', (s) => ({ id: s.id })) },
+  // Ending sign-in sessions lowers access too (SPEC section 17): no write requirement, like revoking one delegation.
+  { operation: 'Mutation.revokeSignInSessions', rule: REVOKE_ONE, call: graphql('mutation($id: ID!) { revokeSignInSessions(input: { userId: $id }) { revokedCount } }', (s) => ({ id: s.id })) },
   { operation: 'Mutation.revokeOAuthDelegation', rule: REVOKE_ONE, call: graphql('mutation($id: ID!, $userId: ID!) { revokeOAuthDelegation(input: { userId: $userId, id: $id }) { oauthDelegation { id } } }', (s) => ({ id: s.delegationId, userId: s.id })) },
   { operation: 'Query.oauthDelegationRevocationRequestsStatus', rule: REVOCATION_STATUS, call: graphql('{ oauthDelegationRevocationRequestsStatus { pendingCount } }') },
   { operation: 'Query.oauthDelegations', rule: READ_DELEGATIONS, call: graphql('query($id: ID!) { oauthDelegations(userId: $id) { totalCount } }', (s) => ({ id: s.id })) },

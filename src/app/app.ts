@@ -10,6 +10,7 @@ import type { TransactionObserver } from '../db/transaction.js';
 import type { Logger } from '../logging/logger.js';
 import { credentialUsage } from '../auth/credential-usage.js';
 import { authenticate } from '../auth/authenticate.js';
+import { browserSessionOf } from '../auth/browser-session.js';
 import { deriveKey } from '../auth/server-secret.js';
 import { createApolloServer } from '../graphql/apollo.js';
 import { apolloHttpHandler } from '../graphql/http-handler.js';
@@ -255,7 +256,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         remoteAddress: clientAddress,
         description: `${req.method} ${req.path}`,
       });
-      res.locals.context = createContext({ em, authentication, requestId, runtime, transactions, clientAddress: clientAddress ?? 'unknown' });
+      res.locals.context = createContext({ em, authentication, requestId, runtime, transactions, clientAddress: clientAddress ?? 'unknown', browserSession: browserSessionOf(req.get('cookie')) });
       next();
     } catch (error) {
       next(error);

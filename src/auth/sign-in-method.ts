@@ -17,9 +17,10 @@ export interface InteractionFinisher {
    * Signs `userId` in to interaction `interactionUid`, if that interaction still waits for a
    * sign-in and its app belongs to `accountId`. Returns where the browser continues (the
    * authorization server's resume URL, which only the browser that started it can use), or
-   * undefined when there is nothing to continue.
+   * undefined when there is nothing to continue. `identityProvider` names the provider the user
+   * signed in at (shown with the sign-in session it makes).
    */
-  signedIn(interactionUid: string, accountId: string, userId: string): Promise<string | undefined>;
+  signedIn(interactionUid: string, accountId: string, userId: string, identityProvider: string): Promise<string | undefined>;
   /** Sends one of the sign-in pages' plain HTML problem pages (same headers as the sign-in form). */
   problem(res: Response, status: number, title: string, message: string): void;
 }

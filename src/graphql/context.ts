@@ -18,11 +18,13 @@ export interface Context {
   transactions: TransactionRunner;
   /** The client's address as Express derives it (`TRUST_PROXY`), for limits keyed by address. */
   clientAddress: string;
+  /** The value of the browser's sign-in session cookie, if it sent one (only to tell its own session apart). */
+  browserSession?: string;
   /** Only on operations over WebSocket: the connection's event streams for subscriptions. */
   live?: LiveSession;
 }
 
-export function createContext(options: { em: EntityManager; authentication: Authentication; requestId: string; runtime: Runtime; transactions: TransactionRunner; clientAddress?: string; live?: LiveSession }): Context {
+export function createContext(options: { em: EntityManager; authentication: Authentication; requestId: string; runtime: Runtime; transactions: TransactionRunner; clientAddress?: string; browserSession?: string; live?: LiveSession }): Context {
   return { ...options, clientAddress: options.clientAddress ?? 'unknown', loaders: new LoaderRegistry() };
 }
 

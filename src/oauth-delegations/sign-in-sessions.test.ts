@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
 import { AccountsService } from '../accounts/accounts.service.js';
-import { CookieJar, PASSWORD, api, browse, discover, graphqlCall, newMember, registerApp, signIn, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
+import { CookieJar, PASSWORD, api, authorizeAgain, type browse, discover, graphqlCall, newMember, registerApp, signIn, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
 import { setPasswordCommand } from '../cli/commands/oauth-server.commands.js';
 
 /** SPEC section 17: every path that ends a user's access ends their browsers' sign-in sessions too. */
@@ -17,13 +17,7 @@ async function signedInBrowser(role: 'user' | 'admin' = 'user') {
   const jar = new CookieJar();
   const { tokens } = await signIn({ config, baseUrl: base(), redirectUri: WEB_REDIRECT, scope: 'openid users.read users.write oauth_delegations.read oauth_delegations.write', email: member.email, password: PASSWORD, jar });
   /** The next `GET /oauth/authorize` of that browser: a silent code, or a page. */
-  const authorize = async () => browse(jar, client.buildAuthorizationUrl(config, {
-    redirect_uri: WEB_REDIRECT,
-    scope: 'openid users.read',
-    code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
-    code_challenge_method: 'S256',
-    state: client.randomState(),
-  }), WEB_REDIRECT);
+  const authorize = () => authorizeAgain(jar, config, WEB_REDIRECT);
   // The session is what lets the browser back in without a password: before any revocation, it does.
   expect((await authorize()).kind).toBe('callback');
   return { member, tokens, authorize };

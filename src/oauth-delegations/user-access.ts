@@ -69,6 +69,8 @@ async function endSignInSessions(em: EntityManager, userId: string): Promise<num
     [userId],
     'run',
   );
+  // What those sessions were made by goes with them (`User.signInSessions`, sign-in-sessions.ts).
+  await em.execute('delete from sign_in_sessions where user_id = ?', [userId], 'run');
   return ended.affectedRows ?? 0;
 }
 

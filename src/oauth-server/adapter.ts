@@ -1,10 +1,12 @@
 import type { EntityManager } from '@mikro-orm/sql';
-import type { Adapter, AdapterPayload } from 'oidc-provider';
+import Provider, { type Adapter, type AdapterPayload } from 'oidc-provider';
 import { digestSecret } from '../auth/secrets.js';
 import type { Database } from '../db/database.js';
 import type { Sealer } from './sealing.js';
 import { clientCredentialsGrantId, clientMetadataFor } from './apps.service.js';
 import { recordTokenRevoked, revokeGrantDelegation } from '../oauth-delegations/oauth-delegation.service.js';
+import { noteSignInSessionSaved, purgeEndedSignInSessions } from '../oauth-delegations/sign-in-sessions.js';
+import { signInMadeBy } from './sign-in-result.js';
 
 interface RecordRow {
   payload: string;
@@ -44,6 +46,7 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
           signedInUserOf(payload),
         ],
       );
+      if (this.model === 'Session') await noteSession(database.em(), payload);
       // Anyone can start a sign-in (one Interaction row each): abandoned ones go as soon as they expire.
       if (this.model === 'Interaction') await purgeExpiredInteractions(database.em());
       if (Math.random() * PURGE_ONE_WRITE_IN < 1) await purgeExpiredRecords(database.em());
@@ -111,6 +114,24 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
   };
 }
 
+/**
+ * A signed-in session's details (`User.signInSessions`): the save that follows a sign-in carries the
+ * interaction's result, which says how the user signed in; the browser's user agent and address are
+ * those of the request saving it (the browser's own, resuming its authorization request).
+ */
+async function noteSession(em: EntityManager, payload: AdapterPayload): Promise<void> {
+  const userId = signedInUserOf(payload);
+  if (!userId || typeof payload.uid !== 'string') return;
+  const request = Provider.ctx as { oidc?: { result?: unknown }; req: { ip?: string }; get(field: string): string } | undefined;
+  const made = request ? signInMadeBy(request.oidc?.result) : undefined;
+  const loginTs = typeof payload.loginTs === 'number' ? payload.loginTs : undefined;
+  await noteSignInSessionSaved(
+    em,
+    { uidDigest: digestSecret(payload.uid), userId, loginTs },
+    made && request ? { ...made, userAgent: request.get('user-agent') || undefined, remoteAddress: request.req.ip } : undefined,
+  );
+}
+
 /** The user a session, an interaction or a code belongs to, when it has one. */
 function signedInUserOf(payload: AdapterPayload): string | null {
   const interaction = payload as AdapterPayload & { session?: { accountId?: unknown }; result?: { login?: { accountId?: unknown } } };
@@ -144,6 +165,7 @@ export async function purgeExpiredRecords(em: EntityManager): Promise<number> {
     [],
     'run',
   );
+  await purgeEndedSignInSessions(em, PURGE_BATCH);
   await em.execute(`delete from sign_in_attempts where window_started_at < now() - interval '1 day'`, [], 'run');
   await em.execute(`delete from sign_in_failures where last_failed_at < now() - interval '1 day'`, [], 'run');
   return result.affectedRows ?? 0;

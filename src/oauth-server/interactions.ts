@@ -15,6 +15,7 @@ import type { OAuthApp } from './oauth-app.entity.js';
 import { consentPage, continuePage, problemPage, signInPage } from './pages.js';
 import { PASSWORD_MAX_LENGTH, checkSignIn } from './passwords.js';
 import { alternativeSignIn } from './sign-in-methods.js';
+import { signedInResult } from './sign-in-result.js';
 import { INTERACTION_PATH, LIFETIMES } from './provider.js';
 import { DEFAULT_SIGN_IN_LIMITS, beginSignInAttempt, type SignInLimits } from './sign-in-limiter.js';
 
@@ -184,7 +185,7 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
     await recordSignIn(deps.database, req, res, { app, email, userId });
     if (!userId) return page(401, WRONG_CREDENTIALS);
     await attempt.succeeded();
-    await finish(req, res, provider, { login: { accountId: userId } });
+    await finish(req, res, provider, signedInResult(userId, { method: 'password' }));
   }));
 
   alternative.mount(router, withInteraction);

@@ -1,4 +1,5 @@
 import Provider, { errors, interactionPolicy, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import { SIGN_IN_SESSION_COOKIE } from '../auth/browser-session.js';
 import { deriveKey } from '../auth/server-secret.js';
 import { safeEqual } from '../auth/secrets.js';
 import { SCOPES } from '../auth/scopes.js';
@@ -108,7 +109,7 @@ export async function createProvider(options: { database: Database; serverSecret
       keys: [deriveKey(serverSecret, 'oauth-server:cookies').toString('base64url')],
       long: cookieOptions,
       short: cookieOptions,
-      names: { session: 'oauth_session', interaction: 'oauth_interaction', resume: 'oauth_interaction_resume' },
+      names: { session: SIGN_IN_SESSION_COOKIE, interaction: 'oauth_interaction', resume: 'oauth_interaction_resume' },
     },
     routes: OAUTH_ROUTES,
     interactions: { url: (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}`, policy: signInPolicy() },

@@ -7,6 +7,7 @@ import { findApp } from './apps.service.js';
 import type { OAuthApp } from './oauth-app.entity.js';
 import { problemPage } from './pages.js';
 import { INTERACTION_PATH } from './provider.js';
+import { signedInResult } from './sign-in-result.js';
 
 type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
 type InteractionHandler = (req: Request, res: Response, provider: Provider, interaction: Interaction, app: OAuthApp) => Promise<void>;
@@ -38,13 +39,13 @@ export function alternativeSignIn(methods: readonly SignInMethod[], deps: {
   }
 
   const finisher: InteractionFinisher = {
-    async signedIn(interactionUid, accountId, userId) {
+    async signedIn(interactionUid, accountId, userId, identityProvider) {
       const provider = await deps.provider();
       const interaction = await provider.Interaction.find(interactionUid);
       if (!interaction || interaction.prompt.name !== 'login' || interaction.result) return undefined;
       const app = await findApp(deps.database.em(), String(interaction.params.client_id ?? ''));
       if (!app || app.account.id !== accountId) return undefined;
-      interaction.result = { login: { accountId: userId } };
+      interaction.result = signedInResult(userId, { method: 'single_sign_on', identityProvider });
       await interaction.save(interaction.exp - Math.floor(Date.now() / 1000));
       return interaction.returnTo;
     },

@@ -6,6 +6,9 @@ import { Account } from '../accounts/account.entity.js';
 import { User } from '../users/user.entity.js';
 import { configureSsoCommand, disableSsoCommand, showSsoCommand } from '../cli/commands/sso.commands.js';
 import { formOf } from '../../test/support/oauth-server.js';
+import type { Response } from 'express';
+import { createLogger } from '../logging/logger.js';
+import { ssoSignInMethod } from './sso.sign-in.js';
 import { APP_REDIRECT, chooseProvider, configureSso, openSignIn, passIdentityProvider, startForgingIdentityProvider, startOidcIdentityProvider } from '../../test/support/sso.js';
 
 const fixture = useOAuthServers(1);
@@ -59,6 +62,9 @@ describe('OIDC sign-in through the company identity provider', () => {
     const delegations = await api(fixture.instances[0]!, 'GET', `/users/${member.userId}/oauth_delegations`, `Token token=${member.ownerKey}`);
     expect(delegations.body.oauth_delegations).toHaveLength(1);
     expect(delegations.body.oauth_delegations[0]).toMatchObject({ delegation_type: 'mobile', status: 'issued' });
+    // The browser's sign-in session says how it was made.
+    const sessions = await graphqlCall(fixture.instances[0]!, `Token token=${member.ownerKey}`, 'query($id: ID!) { user(id: $id) { signInSessions { method identityProvider current } } }', { id: member.userId });
+    expect(sessions.data.user.signInSessions).toEqual([{ method: 'SINGLE_SIGN_ON', identityProvider: 'Okta', current: false }]);
     // Revocation refuses the token at once, as for any delegation.
     expect((await api(fixture.instances[0]!, 'DELETE', `/oauth_delegations?user_id=${member.userId}&type=mobile`, `Token token=${member.ownerKey}`)).status).toBe(200);
     expect((await api(fixture.instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`)).status).toBe(401);
@@ -254,6 +260,16 @@ describe('OIDC sign-in through the company identity provider', () => {
     } finally {
       await forging.stop();
     }
+  });
+
+  test('at sign-in the issuer\'s discovery document is fetched through the SSRF guard: in production a loopback issuer is refused', async () => {
+    const member = await ssoAccount();
+    const instance = fixture.instances[0]!;
+    const begin = (production: boolean) => ssoSignInMethod({ database: fixture.database, runtime: { ...instance.app.runtime, production }, logger: createLogger({ logLevel: 'silent' }), limitPerAddress: (_req, _res, next) => next() })
+      .begin({ interactionUid: 'an-interaction', accountId: member.accountId, loginHint: member.email }, { cookie: () => undefined } as unknown as Response);
+    // Outside production, a provider on this machine is allowed: the browser is sent to it.
+    expect(await begin(false)).toMatch(new RegExp(`^${idp.issuer}`));
+    await expect(begin(true)).rejects.toMatchObject({ details: [expect.stringContaining('https only')] });
   });
 
   test('the secret is never shown and not stored in plaintext', async () => {

@@ -8,6 +8,7 @@ import type { InteractionFinisher, SignInMethod } from '../auth/sign-in-method.j
 import { NotFoundError } from '../errors/domain-errors.js';
 import { Sealer } from '../oauth-server/sealing.js';
 import { USER_FIELD_LIMITS } from '../users/user.validation.js';
+import { fetchIssuerMetadata } from './sso.discovery.js';
 import { SSO_PATHS, oidcRedirectUri, samlAssertionConsumerUrl, samlEntityId } from './sso.endpoints.js';
 import { userForAssertedIdentity, type AssertedIdentity } from './sso.matching.js';
 import { SsoService, ssoSecretSealer, type SsoSettings } from './sso.service.js';
@@ -97,7 +98,12 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
     // trusted because it came over TLS from the token endpoint (the library's default).
     // Plain http only for a provider on this machine (a test's); anything else must be https.
     const execute = isLoopback(issuer) ? [oidc.enableNonRepudiationChecks, oidc.allowInsecureRequests] : [oidc.enableNonRepudiationChecks];
-    const config = oidc.discovery(issuer, settings.clientId, undefined, auth, { execute });
+    // The same SSRF-guarded fetch as when the provider was configured: the issuer's host may resolve elsewhere since.
+    const config = fetchIssuerMetadata(settings.issuer, { production: deps.runtime.production }).then((metadata) => {
+      const configuration = new oidc.Configuration(metadata as oidc.ServerMetadata, settings.clientId, undefined, auth);
+      for (const apply of execute) apply(configuration);
+      return configuration;
+    });
     config.catch(() => discovered.delete(key));
     discovered.set(key, { at: Date.now(), config });
     return config;
@@ -210,7 +216,7 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
     if (!userId && !identity.email) throw new Refusal(REFUSED, 401, 'an unlinked subject with no usable email');
     if (!userId) throw new Refusal(NO_ACCESS, 403, 'no eligible user for the asserted subject or email');
     res.clearCookie(BROWSER_COOKIE, { path: BROWSER_COOKIE_PATH });
-    const resumeAt = await finisher.signedIn(trip.interaction_uid, trip.account_id, userId);
+    const resumeAt = await finisher.signedIn(trip.interaction_uid, trip.account_id, userId, settings.displayName);
     if (!resumeAt) throw new Refusal(EXPIRED, 400, 'the interaction no longer waits for a sign-in');
     logger.info({ accountId: trip.account_id, userId, protocol: settings.protocol, provider: settings.displayName }, 'single sign-on');
     res.redirect(303, resumeAt);

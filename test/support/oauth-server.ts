@@ -122,6 +122,17 @@ export async function browse(jar: CookieJar, start: URL, redirectUri: string, in
   throw new Error('too many redirects');
 }
 
+/** A browser's next `GET /oauth/authorize` for the app: a silent code while its sign-in session lives, else a page. */
+export async function authorizeAgain(jar: CookieJar, config: client.Configuration, redirectUri: string): Promise<BrowseResult> {
+  return browse(jar, client.buildAuthorizationUrl(config, {
+    redirect_uri: redirectUri,
+    scope: 'openid users.read',
+    code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+    code_challenge_method: 'S256',
+    state: client.randomState(),
+  }), redirectUri);
+}
+
 export function formOf(html: string): { action: string; csrf: string } {
   const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1];
   const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1];

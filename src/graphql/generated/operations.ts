@@ -285,6 +285,16 @@ export type RevokeProvisioningTokenInput = {
   id: Scalars['ID']['input'];
 };
 
+/** Ends sign-in sessions of a user: the ones named by ids, or all of them (allButCurrent keeps the caller's own). */
+export type RevokeSignInSessionsInput = {
+  /** With ids omitted: true keeps the session of the browser making this request and ends every other. Not with ids. */
+  allButCurrent: InputMaybe<Scalars['Boolean']['input']>;
+  /** The sessions to end (SignInSession.id, all of the user's; at most 100); omitted: all of them. Not with allButCurrent. */
+  ids: InputMaybe<Array<Scalars['ID']['input']>>;
+  /** The user whose sessions to end. */
+  userId: Scalars['ID']['input'];
+};
+
 /** Replaces an API key by a new one of the same kind, user, description and expiry. */
 export type RollApiKeyInput = {
   /** The ACTIVE key to replace. */
@@ -306,6 +316,13 @@ export type SamlIdentityProviderInput = {
   /** The provider's metadata XML (entity id, HTTP-Redirect sign-in URL, signing certificates); a malformed document is BAD_USER_INPUT. */
   metadataXml: Scalars['String']['input'];
 };
+
+/** How a browser signed in. */
+export type SignInMethod =
+  /** With the user's email and password on the sign-in page. */
+  | 'PASSWORD'
+  /** Through the account's identity provider (OIDC or SAML single sign-on). */
+  | 'SINGLE_SIGN_ON';
 
 /** How the identity provider signs users in. */
 export type SsoProtocol =

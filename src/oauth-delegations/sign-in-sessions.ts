@@ -1,0 +1,213 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/sql';
+import { policy } from '../auth/policy.js';
+import type { Principal } from '../auth/principal.js';
+import { digestSecret } from '../auth/secrets.js';
+import { recordChange } from '../db/change-journal.js';
+import type { TransactionRunner } from '../db/transaction.js';
+import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
+import { lockLiveUser } from '../users/user-locks.js';
+import { isUuid } from './oauth-delegation.service.js';
+
+export type SignInMethodKind = 'password' | 'single_sign_on';
+
+/** How a browser signed in, said by the sign-in that finished (the password form, single sign-on). */
+export interface SignInMade {
+  method: SignInMethodKind;
+  /** The identity provider's name, for single sign-on. */
+  identityProvider?: string;
+}
+
+/** What the browser that signed in showed of itself on the request that made the session. */
+export interface SignInBrowser {
+  userAgent?: string;
+  /** As Express derives it under `TRUST_PROXY`. */
+  remoteAddress?: string;
+}
+
+/** A browser's sign-in session, as `User.signInSessions` shows it. */
+export interface SignInSessionView {
+  id: string;
+  createdAt: Date;
+  lastActiveAt: Date;
+  expiresAt: Date | null;
+  method: SignInMethodKind;
+  identityProvider: string | null;
+  userAgent: string | null;
+  remoteAddress: string | null;
+  current: boolean;
+}
+
+const USER_AGENT_MAX_LENGTH = 512;
+const MAX_IDS = 100;
+
+/**
+ * Called by the authorization server's storage at each save of a signed-in Session record: with
+ * `made` on the save that follows a sign-in (its details replace what was known), else only
+ * `last_active_at` moves. Keyed by the session's uid, which survives the library's renewal of the
+ * cookie value; the row's `id` is the session's public id, derived from no secret.
+ */
+export async function noteSignInSessionSaved(
+  em: EntityManager,
+  session: { uidDigest: string; userId: string; loginTs?: number },
+  made?: SignInMade & SignInBrowser,
+): Promise<void> {
+  if (!made) {
+    await em.execute('update sign_in_sessions set last_active_at = now() where session_uid_digest = ? and user_id = ?', [session.uidDigest, session.userId], 'run');
+    return;
+  }
+  const signedInAt = session.loginTs ? new Date(session.loginTs * 1000) : new Date();
+  await em.execute(
+    `insert into sign_in_sessions (id, session_uid_digest, user_id, method, identity_provider, user_agent, remote_address, signed_in_at, last_active_at)
+     values (?, ?, ?, ?, ?, ?, ?, ?, now())
+     on conflict (session_uid_digest) do update set user_id = excluded.user_id, method = excluded.method, identity_provider = excluded.identity_provider,
+       user_agent = excluded.user_agent, remote_address = excluded.remote_address, signed_in_at = excluded.signed_in_at, last_active_at = now()`,
+    [
+      randomUUID(),
+      session.uidDigest,
+      session.userId,
+      made.method,
+      made.identityProvider ?? null,
+      made.userAgent?.slice(0, USER_AGENT_MAX_LENGTH) || null,
+      made.remoteAddress ?? null,
+      signedInAt,
+    ],
+    'run',
+  );
+}
+
+/** Details of sessions that no longer exist (expired, signed out through the library): bounded per call. */
+export async function purgeEndedSignInSessions(em: EntityManager, batch: number): Promise<void> {
+  await em.execute(
+    `delete from sign_in_sessions where ctid in (
+       select s.ctid from sign_in_sessions s
+        where not exists (select 1 from oauth_server_records r where r.model = 'Session' and r.uid_digest = s.session_uid_digest)
+        limit ${batch})`,
+    [],
+    'run',
+  );
+}
+
+interface SessionRow {
+  id: string;
+  method: SignInMethodKind;
+  identity_provider: string | null;
+  user_agent: string | null;
+  remote_address: string | null;
+  signed_in_at: Date | string;
+  last_active_at: Date | string;
+  expires_at: Date | string | null;
+  key_digest: string;
+}
+
+/** A live Session record of the authorization server with its details (a session never signed in has none). */
+const LIVE_SESSIONS = `from oauth_server_records r
+  join sign_in_sessions s on s.session_uid_digest = r.uid_digest and s.user_id = r.user_id
+  where r.model = 'Session' and r.user_id = ? and (r.expires_at is null or r.expires_at > now())`;
+
+export interface RevokeSignInSessionsRequest {
+  userId: string;
+  ids?: readonly string[] | null;
+  allButCurrent?: boolean | null;
+}
+
+/**
+ * `User.signInSessions` and `revokeSignInSessions` (SPEC section 17): the user themself or
+ * `can_update_user` (the scopes are declared on the schema). `browserSession` is the value of the
+ * request's own sign-in session cookie, if it sent one: only its digest is ever compared.
+ */
+export class SignInSessionsService {
+  private readonly currentKeyDigest: string | null;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly principal: Principal,
+    private readonly transactions: TransactionRunner,
+    browserSession: string | undefined,
+  ) {
+    this.currentKeyDigest = browserSession ? digestSecret(browserSession) : null;
+  }
+
+  /** The user's live sessions, most recently active first. */
+  async listFor(userId: string): Promise<SignInSessionView[]> {
+    policy.assertSelfOrUserManager(this.principal, userId);
+    const rows = await this.em.execute<SessionRow[]>(
+      `select s.id, s.method, s.identity_provider, s.user_agent, s.remote_address, s.signed_in_at, s.last_active_at, r.expires_at, r.key_digest
+       ${LIVE_SESSIONS} order by s.last_active_at desc, s.id`,
+      [userId],
+    );
+    return rows.map((row) => ({
+      id: row.id,
+      createdAt: new Date(row.signed_in_at),
+      lastActiveAt: new Date(row.last_active_at),
+      expiresAt: row.expires_at === null ? null : new Date(row.expires_at),
+      method: row.method,
+      identityProvider: row.identity_provider,
+      userAgent: row.user_agent,
+      remoteAddress: row.remote_address,
+      current: this.currentKeyDigest !== null && row.key_digest === this.currentKeyDigest,
+    }));
+  }
+
+  /**
+   * Ends the named sessions of the user, or all of them (`allButCurrent` keeps the caller's own):
+   * that browser's next `GET /oauth/authorize` shows the sign-in page. Tokens live with their
+   * delegations, which stay. One audit record, marked `revokesAccess`. Answers how many ended.
+   */
+  async revoke(request: RevokeSignInSessionsRequest): Promise<number> {
+    policy.assertSelfOrUserManager(this.principal, request.userId);
+    const ids = request.ids ?? undefined;
+    if (ids && request.allButCurrent != null) throw new InvalidInputError('give either ids or allButCurrent, not both');
+    if (ids?.length === 0) throw new InvalidInputError('ids must name at least one sign-in session');
+    if (ids && ids.length > MAX_IDS) throw new InvalidInputError(`ids names at most ${MAX_IDS} sign-in sessions`);
+    const accountId = this.principal.accountId;
+    return this.transactions.run(this.em, async (em) => {
+      if (!(await lockLiveUser(em, accountId, request.userId))) throw new NotFoundError('user');
+      let sessionUidDigests: string[];
+      if (ids) {
+        const wanted = [...new Set(ids)];
+        const found = wanted.every(isUuid)
+          ? await em.execute<{ id: string; uid_digest: string }[]>(
+            `select s.id, r.uid_digest ${LIVE_SESSIONS} and s.id in (${wanted.map(() => '?').join(', ')})`,
+            [request.userId, ...wanted],
+          )
+          : [];
+        // An unknown id, or another user's, changes nothing.
+        if (found.length !== wanted.length) throw new NotFoundError('sign-in session');
+        sessionUidDigests = found.map((row) => row.uid_digest);
+      } else {
+        const keep = request.allButCurrent ? this.currentKeyDigest : null;
+        const rows = await em.execute<{ uid_digest: string | null }[]>(
+          `select uid_digest from oauth_server_records where model = 'Session' and user_id = ?${keep ? ' and key_digest <> ?' : ''}`,
+          keep ? [request.userId, keep] : [request.userId],
+        );
+        sessionUidDigests = rows.flatMap((row) => (row.uid_digest ? [row.uid_digest] : []));
+      }
+      if (sessionUidDigests.length === 0) return 0;
+      const placeholders = sessionUidDigests.map(() => '?').join(', ');
+      const ended = await em.execute<{ affectedRows?: number }>(
+        `delete from oauth_server_records where model = 'Session' and user_id = ? and uid_digest in (${placeholders})`,
+        [request.userId, ...sessionUidDigests],
+        'run',
+      );
+      const endedIds = await em.execute<{ id: string }[]>(
+        `delete from sign_in_sessions where user_id = ? and session_uid_digest in (${placeholders}) returning id`,
+        [request.userId, ...sessionUidDigests],
+      );
+      const count = ended.affectedRows ?? 0;
+      if (count > 0) {
+        recordChange(em, {
+          accountId,
+          action: 'revoke',
+          resource: { type: 'user', id: request.userId },
+          userId: request.userId,
+          fields: [{ name: 'revocation_reason', value: 'sign_out' }, { name: 'sign_in_sessions', value: count }],
+          references: endedIds.map((row) => ({ type: 'sign_in_session', id: row.id })),
+          revokesAccess: true,
+        });
+      }
+      return count;
+    }, 'signInSessions.revoke');
+  }
+}
+
