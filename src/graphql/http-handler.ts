@@ -2,6 +2,7 @@ import { HeaderMap, type ApolloServer, type HTTPGraphQLRequest } from '@apollo/s
 import { expressMiddleware, type ExpressMiddlewareOptions } from '@as-integrations/express5';
 import type { NextFunction, Request, Response } from 'express';
 import { sendText } from '../rest/envelopes.js';
+import { documentErrorStatus, isDocumentError } from './error-response.js';
 
 /** The Content-Types Apollo answers with that Express's `res.send` leaves exactly as they are. */
 const SENT_AS_GIVEN = new Set(['application/json; charset=utf-8', 'application/graphql-response+json; charset=utf-8']);
@@ -41,6 +42,7 @@ export function apolloHttpHandler<TContext extends object>(server: ApolloServer<
     res.statusCode = response.status || 200;
     if (response.body.kind === 'complete') {
       const contentType = res.getHeader('content-type');
+      if (res.statusCode === 400 && typeof contentType === 'string' && isDocumentError(httpGraphQLRequest)) res.statusCode = documentErrorStatus(contentType);
       if (typeof contentType === 'string' && SENT_AS_GIVEN.has(contentType) && res.statusCode !== 205) sendText(res, response.body.string, contentType);
       else res.send(response.body.string);
       return;
