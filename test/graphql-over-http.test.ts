@@ -42,4 +42,20 @@ describe('GraphQL over HTTP audits (graphql-http serverAudits)', () => {
     }
     expect(failures).toEqual([]);
   });
+
+  test('a document error is 200 under application/json and 400 under application/graphql-response+json, whatever the URL; CSRF refusals stay 400', async () => {
+    const ask = (query: string, headers: Record<string, string>) => authenticatedFetch(`${url}?query=${query}`, { headers: { 'apollo-require-preflight': '1', ...headers } });
+    // Raw braces and spaces, as a browser's fetch sends them, as well as percent-encoded.
+    for (const query of ['{ nope }', encodeURIComponent('{ nope }'), '{ nope', encodeURIComponent('{ nope')]) {
+      const legacy = await ask(query, {});
+      expect([query, legacy.status, legacy.headers.get('content-type')]).toEqual([query, 200, 'application/json; charset=utf-8']);
+      expect((await legacy.json()).errors[0].extensions.code).toMatch(/^GRAPHQL_(PARSE|VALIDATION)_FAILED$/);
+      const strict = await ask(query, { Accept: 'application/graphql-response+json' });
+      expect([query, strict.status]).toEqual([query, 400]);
+    }
+    // A request a browser can send cross-origin without a preflight is refused before any document is read.
+    const simple = await authenticatedFetch(url, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify({ query: '{ nope }' }) });
+    expect(simple.status).toBe(400);
+    expect(JSON.stringify(await simple.json())).toContain('Cross-Site Request Forgery');
+  });
 });
