@@ -109,9 +109,14 @@ test('5. /graphql answers body problems GraphQL-shaped; REST keeps its envelope'
 });
 
 test('6. a 10,000-level document, and a deep list literal argument, are refused cheaply as GRAPHQL_PARSE_FAILED', async () => {
-  const selections = await graphql(`{${'a{'.repeat(10_000)}${'}'.repeat(10_001)}`);
-  expect(selections.status).toBe(400);
+  const deep = `{${'a{'.repeat(10_000)}${'}'.repeat(10_001)}`;
+  // GraphQL over HTTP: a document error is 200 under application/json, 400 under application/graphql-response+json, as Apollo's own parse failures.
+  const selections = await graphql(deep);
+  expect([selections.status, selections.headers['content-type']]).toEqual([200, 'application/json; charset=utf-8']);
   expectGraphQLError(selections, 'GRAPHQL_PARSE_FAILED', /nests deeper than 100 levels/);
+  const strict = await agent.post('/graphql').set({ ...auth, Accept: 'application/graphql-response+json' }).send({ query: deep });
+  expect([strict.status, strict.headers['content-type']]).toEqual([400, 'application/graphql-response+json; charset=utf-8']);
+  expectGraphQLError(strict, 'GRAPHQL_PARSE_FAILED', /nests deeper than 100 levels/);
   expectGraphQLError(await graphql(`{ users(query: ${'['.repeat(10_000)}${']'.repeat(10_000)}) { totalCount } }`), 'GRAPHQL_PARSE_FAILED', /nests deeper than 100 levels/);
   expectGraphQLError(await graphql(`{ users(query: ${'{a:'.repeat(10_000)}1${'}'.repeat(10_000)}) { totalCount } }`), 'GRAPHQL_PARSE_FAILED', /nests deeper/);
   expectGraphQLError(await graphql(`{ ${Array.from({ length: 2_000 }, (_, index) => `a${index}: __typename`).join(' ')} }`), 'GRAPHQL_PARSE_FAILED', /more than 5000 tokens/);

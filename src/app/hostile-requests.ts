@@ -2,7 +2,7 @@ import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { NextFunction, Request, Response } from 'express';
 import { errorEnvelope } from '../rest/envelopes.js';
-import { sendGraphQLError } from '../graphql/error-response.js';
+import { documentErrorStatus, graphqlResponseType, sendGraphQLError } from '../graphql/error-response.js';
 import { documentShapeProblem } from '../graphql/limits.js';
 
 export interface RequestRejection {
@@ -46,7 +46,7 @@ const SHA256_HEX = /^[0-9a-f]{64}$/i;
 export function screenGraphQLRequest(req: Request, res: Response, next: NextFunction): void {
   const query = req.method === 'GET' ? req.query.query : (req.body as { query?: unknown } | undefined)?.query;
   const shapeProblem = typeof query === 'string' ? documentShapeProblem(query) : undefined;
-  if (shapeProblem) return sendGraphQLError(res, 'invalid_input', shapeProblem, { code: 'GRAPHQL_PARSE_FAILED' });
+  if (shapeProblem) return sendGraphQLError(res, 'invalid_input', shapeProblem, { code: 'GRAPHQL_PARSE_FAILED' }, documentErrorStatus(graphqlResponseType(res)));
   let extensions: unknown = req.method === 'GET' ? req.query.extensions : (req.body as { extensions?: unknown } | undefined)?.extensions;
   if (typeof extensions === 'string') {
     try {

@@ -11,6 +11,7 @@ import { InvalidInputError } from '../errors/domain-errors.js';
 import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from './input-bounds.js';
 import { GRAPHQL_MAX_TOKENS, queryLimitRules, type QueryLimits } from './limits.js';
 import { assertOperationCostWithin } from './cost.js';
+import { markDocumentError } from './error-response.js';
 
 /**
  * Refuses unstorable or over-long strings in arguments and variables after validation, before
@@ -115,6 +116,23 @@ function uncacheableResponses(): ApolloServerPlugin<Context> {
   };
 }
 
+/**
+ * Marks the answers to documents the server could not run (a 400 without `data` from the
+ * pipeline), which the HTTP handler answers 200 under `application/json` (GraphQL over HTTP).
+ */
+function documentErrorsMarked(): ApolloServerPlugin<Context> {
+  return {
+    async requestDidStart() {
+      return {
+        async willSendResponse({ request, response }) {
+          if (response.http.status !== 400 || response.body.kind !== 'single' || 'data' in response.body.singleResult) return;
+          if (request.http) markDocumentError(request.http);
+        },
+      };
+    },
+  };
+}
+
 export interface ApolloOptions {
   schema: GraphQLSchema;
   logger: Logger;
@@ -151,6 +169,7 @@ export function createApolloServer(options: ApolloOptions): ApolloServer<Context
     plugins: [
       ApolloServerPluginCacheControlDisabled(),
       uncacheableResponses(),
+      documentErrorsMarked(),
       options.landingPage ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false }) : ApolloServerPluginLandingPageDisabled(),
       maskedErrorLogging(options.logger),
       unavailableAnswers(options.outages),

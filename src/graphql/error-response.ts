@@ -19,6 +19,31 @@ export function graphqlResponseType(res: Response): string {
 }
 
 /**
+ * The status of an answer to a document the server could not run (it does not parse, does not
+ * validate, or its variables do not coerce): GraphQL over HTTP has `application/json` answer it
+ * 200 (legacy clients read any non-2xx as a transport failure) and
+ * `application/graphql-response+json` answer it 400.
+ */
+export function documentErrorStatus(contentType: string): number {
+  return contentType === JSON_TYPE ? 200 : 400;
+}
+
+/**
+ * The HTTP requests whose answer Apollo's request pipeline ended with a 400 and no `data`: a
+ * document that did not parse, validate or coerce. Refusals before the pipeline (the CSRF
+ * prevention, a body that is not a GraphQL request) never get here and keep their 400.
+ */
+const documentErrorRequests = new WeakSet<object>();
+
+export function markDocumentError(httpRequest: object): void {
+  documentErrorRequests.add(httpRequest);
+}
+
+export function isDocumentError(httpRequest: object): boolean {
+  return documentErrorRequests.has(httpRequest);
+}
+
+/**
  * Answers `/graphql` with a GraphQL error response (`{"errors": [...]}` with `extensions.code`)
  * in the negotiated media type: for refusals before or outside Apollo (rate limit, idempotency,
  * document screening, a crash before execution).
