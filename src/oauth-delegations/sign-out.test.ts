@@ -76,7 +76,6 @@ describe('bearer tokens', () => {
       summaries: { user: 'Mobile Admin' },
       rateLimitKey: `user:${user.id}`,
       expiresAt: (await row(mobile.id)).expires_at,
-      summaries: { user: user.name },
     });
   });
 
