@@ -260,7 +260,7 @@ describe('the schema and wire a client cache can rely on', () => {
     expect(auditCursor).toEqual(expect.any(String));
     const next = await h.graphql('query($after: String) { auditRecords(first: 1, after: $after) { nodes { id } } }', { after: auditCursor }, account.key);
     expect(next.errors).toBeUndefined();
-    const filtered = await h.graphql('query($after: String) { auditRecords(first: 1, after: $after, filter: { rootResourceTypes: ["users"] }) { nodes { id } } }', { after: auditCursor }, account.key);
+    const filtered = await h.graphql('query($after: String) { auditRecords(first: 1, after: $after, filter: { rootResourceTypes: [USERS] }) { nodes { id } } }', { after: auditCursor }, account.key);
     expect(filtered.errors?.[0].extensions.code).toBe('BAD_USER_INPUT');
   });
 

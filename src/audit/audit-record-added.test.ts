@@ -46,9 +46,9 @@ describe('auditRecordAdded across instances', () => {
     const { kind, record } = event.payload.data.auditRecordAdded;
     expect(kind).toBe('ADDED');
     expect(record).toMatchObject({
-      action: 'update',
+      action: 'UPDATE',
       actors: [{ id: admin.id, type: 'user_reference' }, { type: 'api_key_reference' }],
-      method: { type: 'api_token', truncatedToken: expect.any(String) },
+      method: { type: 'API_TOKEN', truncatedToken: expect.any(String) },
       rootResource: { id: user.id, type: 'user_reference', self: expect.stringContaining(`/users/${user.id}`) },
       details: { resource: { id: user.id, type: 'user_reference' }, fields: [{ name: 'job_title', value: 'SRE', beforeValue: null }] },
     });
@@ -65,9 +65,11 @@ describe('auditRecordAdded across instances', () => {
     const admin = await a.createUser(account, { role: 'admin' });
     const user = await a.createUser(account);
     const client = await LiveTestClient.connect(a.httpServer, authorizationOf(admin.key as { token: string }));
-    client.subscribe('creates', AUDIT_ADDED, { filter: { actions: ['create'] } });
-    client.subscribe('byAdmin', AUDIT_ADDED, { filter: { actorType: 'user_reference', actorId: admin.id } });
-    client.subscribe('keys', AUDIT_ADDED, { filter: { rootResourceTypes: ['api_keys'] } });
+    client.subscribe('creates', AUDIT_ADDED, { filter: { actions: ['CREATE'] } });
+    client.subscribe('byAdmin', AUDIT_ADDED, { filter: { actorType: 'USER_REFERENCE', actorId: admin.id } });
+    client.subscribe('keys', AUDIT_ADDED, { filter: { rootResourceTypes: ['API_KEYS'] } });
+    client.subscribe('byToken', AUDIT_ADDED, { filter: { methodType: 'API_TOKEN', actions: ['UPDATE'] } });
+    client.subscribe('misspelt', AUDIT_ADDED, { filter: { actions: ['updat'] } });
     await sleep(150);
 
     // By the account key (not the admin): an update, matching none of the filters.
@@ -80,9 +82,13 @@ describe('auditRecordAdded across instances', () => {
     await client.waitFor((message) => message.id === 'creates' && message.type === 'next');
     await sleep(400);
     const records = (id: string) => added(client, id).map((payload) => [payload.data.auditRecordAdded.record.action, payload.data.auditRecordAdded.record.details.resource.id]);
-    expect(records('creates')).toEqual([['create', created.body.user.id]]);
-    expect(records('byAdmin')).toEqual([['update', user.id], ['create', created.body.user.id]]);
+    expect(records('creates')).toEqual([['CREATE', created.body.user.id]]);
+    expect(records('byAdmin')).toEqual([['UPDATE', user.id], ['CREATE', created.body.user.id]]);
     expect(records('keys')).toEqual([]);
+    expect(records('byToken')).toEqual([['UPDATE', user.id], ['UPDATE', user.id]]);
+    // A value outside the set is refused when subscribing, not a stream that never delivers.
+    expect(client.messages.filter((message) => message.id === 'misspelt').map((message) => message.type)).toEqual(['error']);
+    expect(JSON.stringify(client.messages.find((message) => message.id === 'misspelt'))).toMatch(/AuditAction/);
     client.close();
   });
 

@@ -3,6 +3,7 @@ import { DateTimeResolver } from 'graphql-scalars';
 import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
 import { MaxLength } from '../graphql/input-bounds.js';
 import { MAX_AUDIT_PAGE_SIZE } from './audit-records.service.js';
+import { AuditActionEnum, AuditActorTypeEnum, AuditMethodTypeEnum, AuditRootResourceTypeEnum } from './audit-enums.js';
 
 @ArgsType()
 export class AuditPageArgs {
@@ -31,27 +32,23 @@ export class AuditRecordFilterInput {
   @Field(() => DateTimeResolver, { description: 'End of the window (at most 31 days after `since`); default now.', nullable: true })
   until?: Date | null;
 
-  @MaxLength(64)
-  @Field(() => [String], { nullable: true, description: 'Plural resource types of the root resource, e.g. `users`.' })
+  @Field(() => [AuditRootResourceTypeEnum], { nullable: true, description: 'Only records whose root resource is of one of these types.' })
   rootResourceTypes?: string[] | null;
 
-  @MaxLength(64)
-  @Field(() => String, { nullable: true, description: 'e.g. `user_reference`, `api_key_reference`, `app_reference`.' })
+  @Field(() => AuditActorTypeEnum, { nullable: true, description: 'Only records with an actor of this type.' })
   actorType?: string | null;
 
   @MaxLength(100)
   @Field(() => String, { nullable: true, description: 'Needs `actorType`.' })
   actorId?: string | null;
 
-  @MaxLength(32)
-  @Field(() => String, { nullable: true, description: 'browser, oauth, api_token, identity_provider or other.' })
+  @Field(() => AuditMethodTypeEnum, { nullable: true, description: 'Only records made this way.' })
   methodType?: string | null;
 
   @MaxLength(4)
   @Field(() => String, { nullable: true, description: 'Needs `methodType`.' })
   methodTruncatedToken?: string | null;
 
-  @MaxLength(64)
-  @Field(() => [String], { nullable: true, description: 'e.g. create, update, delete, revoke.' })
+  @Field(() => [AuditActionEnum], { nullable: true, description: 'Only records of these actions.' })
   actions?: string[] | null;
 }

@@ -7,29 +7,38 @@ import { cursorPagination, cursorParameter, limitParameter, list, pathParameter,
 import type { RestRoute } from '../rest/route.js';
 import { operationDocument } from '../rest/route.js';
 import type { ListAuditRecordsQuery, ListUserAuditRecordsQuery, RestAuditRecordFieldsFragment, RestAuditReferenceFieldsFragment } from '../graphql/generated/operations.js';
-import { METHOD_TYPES } from './audit-record.js';
-import { RESOURCE_TYPE_PATTERN } from './audit-records.service.js';
+import { fromEnumName, toEnumName } from '../graphql/closed-set-enum.js';
+import { ACTOR_TYPES, METHOD_TYPES } from './audit-record.js';
+import { AUDIT_ACTIONS, AUDIT_ROOT_RESOURCE_TYPES } from './audit-enums.js';
 
 const withFields = (file: string) => operationDocument(import.meta.url, file, './operations/audit-record-fields.graphql');
 
-const ACTOR_TYPES = ['user_reference', 'api_key_reference', 'app_reference', 'oauth_delegation_reference', 'provisioning_token_reference'] as const;
 const ACTIONS_EXAMPLE = 'create, update, delete, revoke, sign_in, sign_in_failed';
 
 function presentReference(reference: RestAuditReferenceFieldsFragment) {
   return { id: reference.id, type: reference.type, summary: reference.summary, self: reference.self, html_url: reference.htmlUrl };
 }
 
-/** The reference's `AuditRecord`, from the fields the REST documents select (or a record read for export: a Date). */
-export function presentAuditRecord(record: Omit<RestAuditRecordFieldsFragment, 'executionTime'> & { executionTime: string | Date }) {
+type RecordToPresent = Omit<RestAuditRecordFieldsFragment, 'executionTime' | 'action' | 'method'> & {
+  executionTime: string | Date;
+  action: string;
+  method: { type: string; truncatedToken: string | null; description: string | null };
+};
+
+/**
+ * The reference's `AuditRecord`, from the fields the REST documents select (enum names such as
+ * `SIGN_IN`), or from a record read for export (a Date, and the reference's strings already).
+ */
+export function presentAuditRecord(record: RecordToPresent) {
   return {
     id: record.id,
     self: record.self,
     execution_time: new Date(record.executionTime).toISOString(),
     execution_context: { request_id: record.executionContext.requestId, remote_address: record.executionContext.remoteAddress },
     actors: record.actors.map(presentReference),
-    method: { type: record.method.type, truncated_token: record.method.truncatedToken, description: record.method.description },
+    method: { type: fromEnumName(record.method.type), truncated_token: record.method.truncatedToken, description: record.method.description },
     root_resource: presentReference(record.rootResource),
-    action: record.action,
+    action: fromEnumName(record.action),
     details: {
       resource: presentReference(record.details.resource),
       fields: record.details.fields.map((field) => ({ name: field.name, value: field.value, before_value: field.beforeValue })),
@@ -78,29 +87,34 @@ function singleParameter(name: string, description: string, schema: oas31.Schema
   };
 }
 
-function listParameter(name: string, description: string, pattern: RegExp): ParameterDescription<string[] | null> {
+/** A list of a closed set's strings; REST refuses any other value (GraphQL takes them as enum names). */
+function listParameter(name: string, description: string, allowed: readonly string[]): ParameterDescription<string[] | null> {
   return {
     name: `${name}[]`,
     in: 'query',
     description: `${description} Repeat the parameter or separate values with commas.`,
     explode: true,
-    schema: { type: 'array', items: { type: 'string', pattern: pattern.source }, maxItems: 20 },
+    schema: { type: 'array', items: { type: 'string', enum: [...allowed] }, maxItems: 20 },
     read: ({ query }: { query: Query }) => {
       const values = [...new Set(list(query, name))];
       if (values.length > 20) throw new InvalidInputError(`${name}[] takes at most 20 values`);
-      const bad = values.find((value) => !pattern.test(value));
-      if (bad !== undefined) throw new InvalidInputError(`${name}[] does not accept ${excerpt(bad)}`);
+      const bad = values.find((value) => !allowed.includes(value));
+      if (bad !== undefined) throw new InvalidInputError(`${name}[] does not accept ${excerpt(bad)}; it takes ${allowed.join(', ')}`);
       return values.length ? values : null;
     },
   };
 }
 
-const rootResourceTypesParameter = listParameter('root_resource_types', 'Only records whose root resource is of these plural types, e.g. `users`.', RESOURCE_TYPE_PATTERN);
-const actionsParameter = listParameter('actions', `Only these actions (${ACTIONS_EXAMPLE}, ...).`, /^[a-z][a-z_]{0,63}$/);
+const rootResourceTypesParameter = listParameter('root_resource_types', 'Only records whose root resource is of these plural types, e.g. `users`.', AUDIT_ROOT_RESOURCE_TYPES);
+const actionsParameter = listParameter('actions', `Only these actions (${ACTIONS_EXAMPLE}, ...).`, AUDIT_ACTIONS);
 const actorTypeParameter = singleParameter('actor_type', 'Only records with an actor of this type.', { type: 'string', enum: [...ACTOR_TYPES] }, 64);
 const actorIdParameter = singleParameter('actor_id', 'Only records with this actor; needs `actor_type`.', { type: 'string' }, 100);
 const methodTypeParameter = singleParameter('method_type', 'Only records made this way.', { type: 'string', enum: [...METHOD_TYPES] }, 32);
 const truncatedTokenParameter = singleParameter('method_truncated_token', 'Only records made with a credential ending so; needs `method_type`.', { type: 'string' }, 4);
+
+// REST's query strings, checked against their closed sets above, as the GraphQL enum names the document takes.
+const enumName = <T extends string>(value: T | null) => (value === null ? null : toEnumName(value));
+const enumNames = <T extends string>(values: T[] | null) => values?.map(toEnumName) ?? null;
 
 /** A reference as records carry it: only users have API and web URLs; a summary where one was known when recorded. */
 const auditReferenceSchema: oas31.SchemaObject = {
@@ -219,12 +233,12 @@ export const auditRecordRoutes: RestRoute[] = [
         filter: {
           since: sinceParameter.read!(request),
           until: untilParameter.read!(request),
-          rootResourceTypes: rootResourceTypesParameter.read!(request),
-          actorType: actorTypeParameter.read!(request),
+          rootResourceTypes: enumNames(rootResourceTypesParameter.read!(request)),
+          actorType: enumName(actorTypeParameter.read!(request)),
           actorId: actorIdParameter.read!(request),
-          methodType: methodTypeParameter.read!(request),
+          methodType: enumName(methodTypeParameter.read!(request)),
           methodTruncatedToken: truncatedTokenParameter.read!(request),
-          actions: actionsParameter.read!(request),
+          actions: enumNames(actionsParameter.read!(request)),
         },
         first: paging.limit,
         after: paging.cursor ?? null,

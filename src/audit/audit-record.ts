@@ -4,6 +4,10 @@ import type { Change, WriteOrigin } from '../db/change-journal.js';
 export const METHOD_TYPES = ['browser', 'oauth', 'api_token', 'identity_provider', 'other'] as const;
 export type MethodType = (typeof METHOD_TYPES)[number];
 
+/** The types of reference a record's actors have (`actorsOf`). */
+export const ACTOR_TYPES = ['user_reference', 'api_key_reference', 'app_reference', 'oauth_delegation_reference', 'provisioning_token_reference'] as const;
+export type ActorType = (typeof ACTOR_TYPES)[number];
+
 /** `{id, type: "<type>_reference", summary}` as stored; `self`/`html_url` are added when presented. */
 export interface StoredReference {
   id: string;

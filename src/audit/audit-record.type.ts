@@ -2,6 +2,9 @@ import { Field, ID, ObjectType } from 'type-graphql';
 import { DateTimeResolver } from 'graphql-scalars';
 import { connectionType } from '../graphql/connection.js';
 import type { PresentedAuditRecord } from './audit-records.service.js';
+import { AuditActionEnum, AuditMethodTypeEnum } from './audit-enums.js';
+import type { MethodType } from './audit-record.js';
+import type { ChangeAction } from '../db/change-journal.js';
 
 // Records are plain values presented by the service: read straight from the source.
 @ObjectType('AuditReference', { description: 'A reference to the resource or actor a record names.', simpleResolvers: true })
@@ -38,8 +41,8 @@ export class AuditExecutionContextType {
 
 @ObjectType('AuditMethod', { description: 'How the actor was authenticated when making the change.', simpleResolvers: true })
 export class AuditMethodType {
-  @Field({ description: 'browser, oauth, api_token, identity_provider, or other (the operator CLI).' })
-  type!: string;
+  @Field(() => AuditMethodTypeEnum, { description: 'How the actor was authenticated.' })
+  type!: MethodType;
 
   @Field(() => String, { nullable: true, description: 'The last 4 characters of the credential used.' })
   truncatedToken!: string | null;
@@ -107,8 +110,8 @@ export class AuditRecordType {
   @Field(() => AuditReferenceType, { description: 'The top-level resource the change belongs to, e.g. the user whose delegation was revoked (a snapshot).' })
   rootResource!: AuditReferenceType;
 
-  @Field({ description: 'What was done, e.g. create, update, delete, revoke, sign_in.' })
-  action!: string;
+  @Field(() => AuditActionEnum, { description: 'What was done.' })
+  action!: ChangeAction;
 
   @Field(() => AuditDetailsType, { description: 'What changed.' })
   details!: AuditDetailsType;

@@ -290,16 +290,68 @@ describe('reads', () => {
     await h.rest('put', `/users/${user.id}`, { key: account.key, body: { user: { job_title: 'Graph' } } });
     const result = await h.graphql(
       `query($id: ID!) {
-        auditRecords(filter: { actions: ["update"] }, first: 5) { nodes { action rootResource { id: resourceId } details { fields { name value beforeValue } } } }
+        auditRecords(filter: { actions: [UPDATE] }, first: 5) { nodes { action rootResource { id: resourceId } details { fields { name value beforeValue } } } }
         user(id: $id) { auditRecords(first: 1) { nodes { action method { type } } pageInfo { hasNextPage } } }
       }`,
       { id: user.id },
       account.key,
     );
     expect(result.errors).toBeUndefined();
-    expect(result.data.auditRecords.nodes).toEqual([{ action: 'update', rootResource: { id: user.id }, details: { fields: [{ name: 'job_title', value: 'Graph', beforeValue: null }] } }]);
+    expect(result.data.auditRecords.nodes).toEqual([{ action: 'UPDATE', rootResource: { id: user.id }, details: { fields: [{ name: 'job_title', value: 'Graph', beforeValue: null }] } }]);
     // Older: the creation of the user's key by the fixture.
-    expect(result.data.user.auditRecords).toEqual({ nodes: [{ action: 'update', method: { type: 'api_token' } }], pageInfo: { hasNextPage: true } });
+    expect(result.data.user.auditRecords).toEqual({ nodes: [{ action: 'UPDATE', method: { type: 'API_TOKEN' } }], pageInfo: { hasNextPage: true } });
+  });
+
+  test('closed sets are enums: every value round-trips through GraphQL, a value outside a set is refused on both faces', async () => {
+    const account = await h.createAccount();
+    const user = await h.createUser(account);
+    await h.rest('put', `/users/${user.id}`, { key: account.key, body: { user: { job_title: 'Enum' } } });
+    const list = `query($filter: AuditRecordFilter) { auditRecords(filter: $filter, first: 50) { nodes { id action method { type } rootResource { id: resourceId } } } }`;
+    const all = await h.graphql(list, {}, account.key);
+    expect(all.errors).toBeUndefined();
+
+    // Every value of every set is taken, and a filter naming a whole set is no filter.
+    const enumValues = async (name: string) => (await h.graphql(`{ __type(name: "${name}") { enumValues { name description } } }`, {}, account.key)).data.__type.enumValues as Array<{ name: string; description: string }>;
+    const sets = { actions: 'AuditAction', rootResourceTypes: 'AuditRootResourceType' } as const;
+    for (const [field, name] of Object.entries(sets)) {
+      const values = await enumValues(name);
+      expect(values.length).toBeGreaterThan(5);
+      for (const value of values) expect(value).toEqual({ name: expect.stringMatching(/^[A-Z][A-Z_]*$/), description: expect.stringMatching(/\w/) });
+      const everything = await h.graphql(list, { filter: { [field]: values.map((value) => value.name) } }, account.key);
+      expect(everything.errors).toBeUndefined();
+      expect(everything.data.auditRecords.nodes).toEqual(all.data.auditRecords.nodes);
+    }
+    for (const name of ['AuditMethodType', 'AuditActorType']) {
+      for (const value of await enumValues(name)) {
+        expect(value.description).toMatch(/\w/);
+        const field = name === 'AuditMethodType' ? { methodType: value.name } : { actorType: value.name };
+        expect((await h.graphql(list, { filter: field }, account.key)).errors).toBeUndefined();
+      }
+    }
+    // The values read back are the ones a filter takes.
+    const update = all.data.auditRecords.nodes.find((node: { action: string; rootResource: { id: string } }) => node.action === 'UPDATE' && node.rootResource.id === user.id);
+    expect(update).toMatchObject({ method: { type: 'API_TOKEN' } });
+    const filtered = await h.graphql(list, { filter: { actions: ['UPDATE'], methodType: 'API_TOKEN', actorType: 'API_KEY_REFERENCE', rootResourceTypes: ['USERS'] } }, account.key);
+    expect(filtered.data.auditRecords.nodes.map((node: { id: string }) => node.id)).toEqual([update.id]);
+
+    // Outside the set: refused, naming the set, never an empty page (as a variable and as a literal).
+    for (const filter of [{ actions: ['updat'] }, { actions: ['update'] }, { methodType: 'token' }, { actorType: 'user' }, { rootResourceTypes: ['widgets'] }]) {
+      const refused = await h.graphql(list, { filter }, account.key);
+      expect(refused.data).toBeUndefined();
+      expect(refused.errors![0].extensions.code).toBe('BAD_USER_INPUT');
+      expect(refused.errors![0].message).toMatch(/Audit(Action|MethodType|ActorType|RootResourceType) takes [A-Z_]+(, [A-Z_]+)+\.$/);
+    }
+    const literal = await h.graphql('{ auditRecords(filter: { actions: [updat] }) { nodes { id } } }', {}, account.key);
+    expect(literal.data).toBeUndefined();
+    expect(literal.errors![0].message).toContain('AuditAction takes CREATE, UPDATE, DELETE, REVOKE,');
+
+    // REST keeps the reference's strings and refuses others with its envelope.
+    expect((await records(account, '&actions[]=update&method_type=api_token&actor_type=api_key_reference&root_resource_types[]=users')).map((record) => [record.id, record.action, record.method.type])).toEqual([[update.id, 'update', 'api_token']]);
+    for (const query of ['actions[]=updat', 'actions[]=UPDATE', 'root_resource_types[]=widgets', 'method_type=API_TOKEN']) {
+      const response = await h.rest('get', `/audit/records?${query}`, { key: account.key });
+      expect(response.status).toBe(400);
+      expect(response.body.error).toMatchObject({ code: 2001 });
+    }
   });
 
   test('paging neither repeats nor skips while records are added', async () => {

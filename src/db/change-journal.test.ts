@@ -14,7 +14,7 @@ const seenByHook: CommitHook = {
   },
 };
 
-const change = (id: string): Change => ({ accountId: 'A', action: 'update', resource: { type: 'thing', id } });
+const change = (id: string): Change => ({ accountId: 'A', action: 'update', resource: { type: 'app', id } });
 
 async function seen(): Promise<Array<{ action: string; resource_id: string; face: string }>> {
   return database.em().execute('select action, resource_id, face from journal_seen order by id');

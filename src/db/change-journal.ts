@@ -1,6 +1,23 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import type { Principal } from '../auth/principal.js';
 
+/**
+ * Every verb a change is recorded with: a closed set, so the audit trail's filters and its GraphQL
+ * enum name each one (a new verb is added here, and the compiler asks for its description there).
+ */
+export const CHANGE_ACTIONS = [
+  'create', 'update', 'delete', 'revoke', 'revoke_token', 'regenerate', 'suspend', 'reactivate', 'purge',
+  'change_password', 'set_password', 'sign_in', 'sign_in_failed', 'view_calendar_urls',
+] as const;
+export type ChangeAction = (typeof CHANGE_ACTIONS)[number];
+
+/** Every type of resource a change is about; with the user a change concerns, the audit trail's root resource types. */
+export const CHANGE_RESOURCE_TYPES = [
+  'account', 'api_key', 'app', 'audit_record', 'calendar_feed_key', 'notification_subscription', 'oauth_delegation',
+  'provisioning_token', 'sso_configuration', 'user',
+] as const;
+export type ChangeResourceType = (typeof CHANGE_RESOURCE_TYPES)[number];
+
 /** One field of a change: its value after and before, never a secret. */
 export interface ChangedField {
   name: string;
@@ -16,9 +33,9 @@ export interface ChangedField {
 export interface Change {
   accountId: string;
   /** `<verb>` in the resource's words, e.g. `create`, `update`, `revoke`, `suspend`. */
-  action: string;
+  action: ChangeAction;
   /** The resource changed, e.g. `{type: 'user', id}`, `{type: 'oauth_delegation', id}`; `summary` names it for people (a user's name). */
-  resource: { type: string; id: string; summary?: string };
+  resource: { type: ChangeResourceType; id: string; summary?: string };
   /** The user the change concerns (the changed user, or the owner of the changed credential). */
   userId?: string;
   /** For updates: each changed field with its value before and after. */

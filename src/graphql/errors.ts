@@ -4,6 +4,10 @@ import { ERROR_TABLE } from '../errors/error-table.js';
 import { isDatabaseUnavailable } from '../db/database-errors.js';
 import { QUERY_LIMIT_EXTENSION } from './limits.js';
 import { boundedMessage } from './input-bounds.js';
+import { withAllowedValues } from './closed-set-enum.js';
+
+/** An input error's message as the client sees it: bounded, and naming a closed set's values when one was missed. */
+const inputMessage = (message: string) => withAllowedValues(message, boundedMessage(message));
 
 export interface ClassifiedError {
   kind: ErrorKind;
@@ -45,14 +49,14 @@ export function classifyError(error: unknown): ClassifiedError {
   // input whatever the parser or scalar tripped over (a stack overflow on a 10,000-level value).
   const outerCode = codeOf(error);
   if (typeof outerCode === 'string' && (INPUT_ERROR_CODES.has(outerCode) || PERSISTED_QUERY_CODES.has(outerCode))) {
-    return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [boundedMessage((error as GraphQLError).message)] };
+    return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [inputMessage((error as GraphQLError).message)] };
   }
   if (original instanceof GraphQLError) {
     // Parse, validation and variable-coercion errors (a scalar's own GraphQLError sits inside
     // the coercion error): the client's input, safe to echo. The outermost message names the path.
     const code = original.extensions?.code ?? (error instanceof GraphQLError ? error.extensions?.code : undefined);
     if (code === undefined || (typeof code === 'string' && INPUT_ERROR_CODES.has(code))) {
-      return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [boundedMessage(error instanceof GraphQLError ? error.message : original.message)] };
+      return { kind: 'invalid_input', message: 'Invalid Input Provided', details: [inputMessage(error instanceof GraphQLError ? error.message : original.message)] };
     }
   }
   if (isDatabaseUnavailable(original)) {

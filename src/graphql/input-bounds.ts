@@ -28,6 +28,7 @@ import {
 } from 'graphql';
 import { Extensions } from 'type-graphql';
 import { InvalidInputError, type FieldProblem } from '../errors/domain-errors.js';
+import { withAllowedValues } from './closed-set-enum.js';
 
 /**
  * Every string a client sends is bounded before any resolver (and so any SQL) runs, and strings
@@ -239,7 +240,7 @@ function inputsOf(
     // graphql-js's own coercion, for its messages (and whatever the compiled one refused).
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], rawVariables ?? {}, { maxErrors: 5 });
     if (coerced.errors) {
-      return { problems: coerced.errors.map((error) => boundedMessage(error.message)), fields: variableFieldProblems(schema, document, operation, rawVariables ?? {}) };
+      return { problems: coerced.errors.map((error) => withAllowedValues(error.message, boundedMessage(error.message))), fields: variableFieldProblems(schema, document, operation, rawVariables ?? {}) };
     }
     variables = coerced.coerced;
   }
@@ -270,7 +271,8 @@ function variableFieldProblems(schema: GraphQLSchema, document: DocumentNode, op
       // A missing required field is reported at its object: the path names the field itself.
       const missing = /^Field "([^"]+)" of required type .* was not provided\.$/.exec(error.message)?.[1];
       const fieldPath = [argumentOf.get(name) ?? name, ...path, ...(missing ? [missing] : [])];
-      fields.push({ path: fieldPath, code: missing ? 'REQUIRED' : 'INVALID', message: boundedMessage(`${pathName(fieldPath)}: ${error.message}`) });
+      const message = `${pathName(fieldPath)}: ${error.message}`;
+      fields.push({ path: fieldPath, code: missing ? 'REQUIRED' : 'INVALID', message: withAllowedValues(message, boundedMessage(message)) });
     });
   }
   return fields;

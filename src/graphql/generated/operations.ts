@@ -54,6 +54,63 @@ export type ApiKeyStatus =
   /** Revoked: refused from the next request on, on every instance. */
   | 'REVOKED';
 
+/** What a change did; REST shows it in lower case (`SIGN_IN` is `sign_in`). */
+export type AuditAction =
+  /** The user changed their own password. */
+  | 'CHANGE_PASSWORD'
+  /** The resource was created. */
+  | 'CREATE'
+  /** The resource was deleted. */
+  | 'DELETE'
+  /** Audit records past the retention period were removed. */
+  | 'PURGE'
+  /** The user may sign in again. */
+  | 'REACTIVATE'
+  /** A secret was replaced by a new one (the calendar feed key). */
+  | 'REGENERATE'
+  /** A credential or grant was revoked: an API key, a delegation, a provisioning token. */
+  | 'REVOKE'
+  /** An OAuth token was revoked by its app (token revocation endpoint). */
+  | 'REVOKE_TOKEN'
+  /** The user's password was set for them (by an administrator or an identity provider). */
+  | 'SET_PASSWORD'
+  /** The user signed in. */
+  | 'SIGN_IN'
+  /** A sign-in was refused. */
+  | 'SIGN_IN_FAILED'
+  /** The user was suspended: everything that gave them access was revoked. */
+  | 'SUSPEND'
+  /** Fields of the resource were changed (see `details.fields`). */
+  | 'UPDATE'
+  /** Someone viewed the users' calendar feed URLs (they carry secrets). */
+  | 'VIEW_CALENDAR_URLS';
+
+/** The type of an actor's reference; REST shows it in lower case (`USER_REFERENCE` is `user_reference`). */
+export type AuditActorType =
+  /** An API key. */
+  | 'API_KEY_REFERENCE'
+  /** An OAuth app, by its client id. */
+  | 'APP_REFERENCE'
+  /** A user's OAuth delegation to an app. */
+  | 'OAUTH_DELEGATION_REFERENCE'
+  /** An identity provider's provisioning token. */
+  | 'PROVISIONING_TOKEN_REFERENCE'
+  /** A user. */
+  | 'USER_REFERENCE';
+
+/** How the actor was authenticated; REST shows it in lower case (`API_TOKEN` is `api_token`). */
+export type AuditMethodType =
+  /** An API key (a user's or the account's). */
+  | 'API_TOKEN'
+  /** A browser session (the sign-in pages). */
+  | 'BROWSER'
+  /** The identity provider: SCIM provisioning or single sign-on. */
+  | 'IDENTITY_PROVIDER'
+  /** An OAuth access token, of a user's delegation or of an app itself. */
+  | 'OAUTH'
+  /** The operator's command line, or the server itself. */
+  | 'OTHER';
+
 /** What an `auditRecordAdded` event says. */
 export type AuditRecordAddedKind =
   /** A record was appended (`record`). */
@@ -63,23 +120,46 @@ export type AuditRecordAddedKind =
 
 /** Which records: a window of at most 31 days (default the last 24 hours) and optional filters. */
 export type AuditRecordFilter = {
-  /** e.g. create, update, delete, revoke. */
-  actions: InputMaybe<Array<Scalars['String']['input']>>;
+  /** Only records of these actions. */
+  actions: InputMaybe<Array<AuditAction>>;
   /** Needs `actorType`. */
   actorId: InputMaybe<Scalars['String']['input']>;
-  /** e.g. `user_reference`, `api_key_reference`, `app_reference`. */
-  actorType: InputMaybe<Scalars['String']['input']>;
+  /** Only records with an actor of this type. */
+  actorType: InputMaybe<AuditActorType>;
   /** Needs `methodType`. */
   methodTruncatedToken: InputMaybe<Scalars['String']['input']>;
-  /** browser, oauth, api_token, identity_provider or other. */
-  methodType: InputMaybe<Scalars['String']['input']>;
-  /** Plural resource types of the root resource, e.g. `users`. */
-  rootResourceTypes: InputMaybe<Array<Scalars['String']['input']>>;
+  /** Only records made this way. */
+  methodType: InputMaybe<AuditMethodType>;
+  /** Only records whose root resource is of one of these types. */
+  rootResourceTypes: InputMaybe<Array<AuditRootResourceType>>;
   /** Start of the window; default 24 hours before `until`. */
   since: InputMaybe<Scalars['DateTime']['input']>;
   /** End of the window (at most 31 days after `since`); default now. */
   until: InputMaybe<Scalars['DateTime']['input']>;
 };
+
+/** The plural type of a record's root resource; REST shows it in lower case (`USERS` is `users`). */
+export type AuditRootResourceType =
+  /** The account (e.g. viewing the calendar feed URLs). */
+  | 'ACCOUNTS'
+  /** Account API keys. */
+  | 'API_KEYS'
+  /** OAuth apps. */
+  | 'APPS'
+  /** The audit trail itself (purges). */
+  | 'AUDIT_RECORDS'
+  /** Calendar feed keys not tied to a user. */
+  | 'CALENDAR_FEED_KEYS'
+  /** Notification subscriptions not tied to a user. */
+  | 'NOTIFICATION_SUBSCRIPTIONS'
+  /** OAuth delegations not tied to a user. */
+  | 'OAUTH_DELEGATIONS'
+  /** Provisioning tokens. */
+  | 'PROVISIONING_TOKENS'
+  /** The single sign-on configuration. */
+  | 'SSO_CONFIGURATIONS'
+  /** Users: also every change to a user's keys, delegations, subscriptions, password and sign-ins. */
+  | 'USERS';
 
 /** The current password proves it is the user; the new one replaces it. */
 export type ChangeMyPasswordInput = {
@@ -421,7 +501,7 @@ export type UserRole =
 
 export type RestAuditReferenceFieldsFragment = { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string };
 
-export type RestAuditRecordFieldsFragment = { id: string, self: string | null, executionTime: string, action: string, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }>, method: { type: string, truncatedToken: string | null, description: string | null }, rootResource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, details: { resource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null, removed: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null }> } };
+export type RestAuditRecordFieldsFragment = { id: string, self: string | null, executionTime: string, action: AuditAction, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }>, method: { type: AuditMethodType, truncatedToken: string | null, description: string | null }, rootResource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, details: { resource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null, removed: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null }> } };
 
 export type ListAuditRecordsQueryVariables = Exact<{
   filter: InputMaybe<AuditRecordFilter>;
@@ -430,7 +510,7 @@ export type ListAuditRecordsQueryVariables = Exact<{
 }>;
 
 
-export type ListAuditRecordsQuery = { auditRecords: { nodes: Array<{ id: string, self: string | null, executionTime: string, action: string, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }>, method: { type: string, truncatedToken: string | null, description: string | null }, rootResource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, details: { resource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null, removed: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null }> } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type ListAuditRecordsQuery = { auditRecords: { nodes: Array<{ id: string, self: string | null, executionTime: string, action: AuditAction, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }>, method: { type: AuditMethodType, truncatedToken: string | null, description: string | null }, rootResource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, details: { resource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null, removed: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null }> } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
 export type ListUserAuditRecordsQueryVariables = Exact<{
   userId: Scalars['ID']['input'];
@@ -441,7 +521,7 @@ export type ListUserAuditRecordsQueryVariables = Exact<{
 }>;
 
 
-export type ListUserAuditRecordsQuery = { userAuditRecords: { nodes: Array<{ id: string, self: string | null, executionTime: string, action: string, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }>, method: { type: string, truncatedToken: string | null, description: string | null }, rootResource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, details: { resource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null, removed: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null }> } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type ListUserAuditRecordsQuery = { userAuditRecords: { nodes: Array<{ id: string, self: string | null, executionTime: string, action: AuditAction, executionContext: { requestId: string | null, remoteAddress: string | null }, actors: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }>, method: { type: AuditMethodType, truncatedToken: string | null, description: string | null }, rootResource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, details: { resource: { type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }, fields: Array<{ name: string, value: string | null, beforeValue: string | null }>, references: Array<{ name: string, added: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null, removed: Array<{ type: string, summary: string | null, self: string | null, htmlUrl: string | null, id: string }> | null }> } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
 export type RegenerateUserCalendarKeyMutationVariables = Exact<{
   input: RegenerateUserCalendarKeyInput;
