@@ -111,7 +111,7 @@ postgresOnly('the listening connection lost and back (PostgreSQL)', () => {
       expect(resync.payload.data.userChanged).toEqual({ kind: 'RESYNC', changedFields: [] });
       // The audit stream says RESYNC too, then delivers the records appended while it could not hear, in order.
       const missed = (await recordsNow()).slice(before);
-      expect(missed.map((record: { action: string }) => record.action)).toContain('update');
+      expect(missed.map((record: { action: string }) => record.action)).toContain('UPDATE');
       await watcher.waitFor(() => watcher.events('audit').length >= missed.length + 1, 3_000);
       expect(watcher.events('audit').map((message) => message.payload.data.auditRecordAdded)).toEqual([
         { kind: 'RESYNC', record: null },
