@@ -111,6 +111,33 @@ describe("other users' calendar URLs shown", () => {
     expect(own.errors).toBeUndefined();
     expect(await views()).toHaveLength(2);
   });
+
+  test('a document showing URLs in several places of its tree (a list, aliases, fields again) is still one record, naming each user shown once', async () => {
+    const m = await newMember(fixture.database);
+    const owner = `Token token=${m.ownerKey}`;
+    const views = async () => (await api(fixture.instances[0]!, 'GET', '/audit/records?actions[]=view_calendar_urls', owner)).body.records as Array<{ details: { references: Array<{ name: string; added: Array<{ id: string }> | null }> } }>;
+    const listed: string[] = [];
+    for (const name of ['Calendar Listed One', 'Calendar Listed Two']) {
+      const created = await api(fixture.instances[0]!, 'POST', '/users', owner, { user: { type: 'user', name, email: `${name.replaceAll(' ', '-').toLowerCase()}-${m.userId}@example.com` } });
+      expect(created.status).toBe(201);
+      listed.push(created.body.user.id as string);
+    }
+    // The list shows both listed users; the aliases show one of them again (overlapping) and the member (not in the list), each resolved in a batch of its own.
+    const shown = await graphqlCall(fixture.instances[0]!, owner, `query($again: ID!, $member: ID!) {
+      users(first: 10, query: "Calendar Listed") { nodes { id httpCalUrl } }
+      again: user(id: $again) { webCalUrl }
+      member: user(id: $member) { httpCalUrl webCalUrl }
+      memberAgain: user(id: $member) { httpCalUrl }
+    }`, { again: listed[1], member: m.userId });
+    expect(shown.errors).toBeUndefined();
+    expect(shown.data.users.nodes.map((node: { id: string }) => node.id).sort()).toEqual([...listed].sort());
+    expect(shown.data.member.httpCalUrl).toMatch(/\/private\/[^/]+\/feed$/);
+
+    const records = await views();
+    expect(records).toHaveLength(1);
+    expect(records[0]!.details.references).toHaveLength(1);
+    expect(records[0]!.details.references[0]!.added!.map((user) => user.id).sort()).toEqual([...listed, m.userId].sort());
+  });
 });
 
 describe('request ids', () => {

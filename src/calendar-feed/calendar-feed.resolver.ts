@@ -3,6 +3,8 @@ import { Arg, Authorized, Ctx, FieldResolver, Mutation, Resolver, Root } from 't
 import { URLScalar } from '../graphql/scalars.js';
 import type { Requirement } from '../auth/auth-checker.js';
 import { NotFoundError } from '../errors/domain-errors.js';
+import { actingUserId } from '../auth/principal.js';
+import type { BeforeAnswer } from '../graphql/before-answer.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import type { User } from '../users/user.entity.js';
 import { UserType } from '../users/user.type.js';
@@ -11,24 +13,50 @@ import { CalendarFeedService } from './calendar-feed.service.js';
 import { RegenerateUserCalendarKeyInput, RegenerateUserCalendarKeyPayload } from './calendar-feed.types.js';
 
 const KEYS_LOADER = 'calendar-feed-keys';
+const URLS_SHOWN = 'calendar-urls-shown';
 
 function calendarFeedService(context: Context): CalendarFeedService {
   return new CalendarFeedService(context.em, calendarKeyCodec(context.runtime.serverSecret), context.transactions);
 }
 
-/** Per request: the current key of each user asked for, in one batch (created at first use; other users' shown are recorded). */
+/**
+ * Per request: the current key of each user asked for, in one batch (created at first use). Where
+ * the answer is sent as soon as it is executed (a subscription's event), the batch records the
+ * other users it shows itself; otherwise `urlsShown` does, once for the whole answer.
+ */
 function keysLoader(context: Context): DataLoader<string, string> {
   return context.loaders.get(KEYS_LOADER, () =>
     new DataLoader<string, string>(async (userIds) => {
-      const keys = await calendarFeedService(context).currentKeys(userIds, requirePrincipal(context));
+      const keys = await calendarFeedService(context).currentKeys(userIds, context.beforeAnswer ? undefined : requirePrincipal(context));
       return userIds.map((id) => keys.get(id) ?? new NotFoundError('user'));
     }),
   );
 }
 
+/**
+ * The users other than the caller whose URLs this request's answer shows, however many fields,
+ * aliases and lists of the document show them (and in however many batches they were loaded):
+ * recorded in one `view_calendar_urls` record before the answer goes out (SPEC section 19: one per
+ * request), and only if it does, as the answer is the showing.
+ */
+function urlsShown(context: Context, beforeAnswer: BeforeAnswer): Set<string> {
+  return context.loaders.get(URLS_SHOWN, () => {
+    const shown = new Set<string>();
+    beforeAnswer.add(async () => {
+      const userIds = [...shown];
+      shown.clear();
+      if (userIds.length) await calendarFeedService(context).recordUrlsShown(requirePrincipal(context), userIds);
+    });
+    return shown;
+  });
+}
+
 async function urlsFor(user: User, context: Context): Promise<{ http: string; webcal: string }> {
-  CalendarFeedService.assertMayReadUrls(requirePrincipal(context), user.id);
-  return calendarUrls(context.runtime.urls.feed, await keysLoader(context).load(user.id));
+  const principal = requirePrincipal(context);
+  CalendarFeedService.assertMayReadUrls(principal, user.id);
+  const key = await keysLoader(context).load(user.id);
+  if (context.beforeAnswer && user.id !== actingUserId(principal)) urlsShown(context, context.beforeAnswer).add(user.id);
+  return calendarUrls(context.runtime.urls.feed, key);
 }
 
 const URL_RULE = 'Only for the user themself and for holders of can_update_user (never a read-only account key); anyone else gets a FORBIDDEN error on this field. A bearer credential: anyone holding it reads the calendar.';

@@ -60,7 +60,10 @@ export class CalendarFeedService {
    * `insert ... on conflict do nothing` and a re-read, so concurrent first uses (and a concurrent
    * regeneration) agree on the single row that won. Deleted users get none: the users are
    * share-locked (in id order, like every multi-user lock) as the keys are added, so a deletion in
-   * progress is waited for and then seen, and never leaves a key behind.
+   * progress is waited for and then seen, and never leaves a key behind. With a `viewer`, the users
+   * other than the viewer whose keys are returned are recorded as shown to them, committed before
+   * the keys are returned (for answers sent as soon as they are executed; a request over HTTP
+   * records its answer's users once instead, see `recordUrlsShown`).
    */
   async currentKeys(userIds: readonly string[], viewer?: Principal): Promise<Map<string, string>> {
     const ids = [...new Set(userIds)];
@@ -75,7 +78,7 @@ export class CalendarFeedService {
     const others = viewer ? ids.filter((id) => id !== actingUserId(viewer)) : [];
     if (missing.length === 0 && others.length === 0) return keys;
     if (missing.length === 0) {
-      await this.transactions.run(this.em, async (tx) => recordViewed(tx, viewer!, others), 'calendarFeed.viewUrls');
+      await this.recordUrlsShown(viewer!, others);
       return keys;
     }
 
@@ -104,6 +107,11 @@ export class CalendarFeedService {
     }, 'calendarFeed.firstKeys');
     collect(await select(missing));
     return keys;
+  }
+
+  /** One `view_calendar_urls` record: `viewer` was shown the calendar URLs of `userIds` (SPEC section 19). */
+  async recordUrlsShown(viewer: Principal, userIds: readonly string[]): Promise<void> {
+    await this.transactions.run(this.em, async (tx) => recordViewed(tx, viewer, userIds), 'calendarFeed.viewUrls');
   }
 
   /**

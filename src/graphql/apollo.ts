@@ -2,7 +2,7 @@ import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
-import type { DocumentNode, GraphQLSchema } from 'graphql';
+import { GraphQLError, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Logger } from '../logging/logger.js';
 import type { ThrottledWarning } from '../logging/throttled-log.js';
 import type { Context } from './context.js';
@@ -45,6 +45,38 @@ function subscriptionsOverWebSocketOnly(): ApolloServerPlugin<Context> {
         async didResolveOperation({ operation }) {
           if (operation?.operation !== 'subscription') return;
           throw inputProblemsAsGraphQLError(new InvalidInputError('Subscriptions are served over WebSocket on /graphql (the graphql-ws protocol), not over HTTP.'));
+        },
+      };
+    },
+  };
+}
+
+/**
+ * Runs the request's work left for its answer (`Context.beforeAnswer`) once execution is over and
+ * before any response hook, when the answer carries data: with none, nothing was shown. If that work
+ * fails, the answer is replaced by the error (logged as any other), so nothing it guarded is sent.
+ */
+function workBeforeAnswer(logger: Logger, outages: ThrottledWarning): ApolloServerPlugin<Context> {
+  return {
+    async requestDidStart() {
+      return {
+        async executionDidStart({ response, contextValue }) {
+          return {
+            async executionDidEnd(executionError) {
+              const { body } = response;
+              if (executionError || !contextValue.beforeAnswer || body?.kind !== 'single' || body.singleResult.data == null) return;
+              try {
+                await contextValue.beforeAnswer.run();
+              } catch (failure) {
+                const error = new GraphQLError('The answer could not be given', { originalError: failure instanceof Error ? failure : new Error(String(failure)) });
+                const kind = classifyError(error).kind;
+                if (kind === 'unavailable') outages.warn({ err: failure, requestId: contextValue.requestId }, 'database unavailable: answering SERVICE_UNAVAILABLE');
+                else if (kind === 'internal') logger.error({ err: failure, requestId: contextValue.requestId }, 'unhandled error in GraphQL operation');
+                response.body = { kind: 'single', singleResult: { errors: [formatGraphQLError(error.toJSON(), error)] } };
+                response.http.status = kind === 'unavailable' ? 503 : 500;
+              }
+            },
+          };
         },
       };
     },
@@ -171,6 +203,7 @@ export function createApolloServer(options: ApolloOptions): ApolloServer<Context
       uncacheableResponses(),
       documentErrorsMarked(),
       options.landingPage ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false }) : ApolloServerPluginLandingPageDisabled(),
+      workBeforeAnswer(options.logger, options.outages),
       maskedErrorLogging(options.logger),
       unavailableAnswers(options.outages),
       inputBoundsAndCost(options.limits.maxCost),

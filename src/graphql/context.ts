@@ -4,6 +4,7 @@ import type { Authentication } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { AuthenticationError } from '../errors/domain-errors.js';
+import { BeforeAnswer } from './before-answer.js';
 import { LoaderRegistry } from './loaders.js';
 import type { LiveSession } from './live-session.js';
 
@@ -22,10 +23,15 @@ export interface Context {
   browserSession?: string;
   /** Only on operations over WebSocket: the connection's event streams for subscriptions. */
   live?: LiveSession;
+  /**
+   * Only on requests over HTTP: work run once the operation has executed, before its answer is sent.
+   * A subscription has none: each of its events is sent as soon as it is executed.
+   */
+  beforeAnswer?: BeforeAnswer;
 }
 
 export function createContext(options: { em: EntityManager; authentication: Authentication; requestId: string; runtime: Runtime; transactions: TransactionRunner; clientAddress?: string; browserSession?: string; live?: LiveSession }): Context {
-  return { ...options, clientAddress: options.clientAddress ?? 'unknown', loaders: new LoaderRegistry() };
+  return { ...options, clientAddress: options.clientAddress ?? 'unknown', loaders: new LoaderRegistry(), ...(options.live ? {} : { beforeAnswer: new BeforeAnswer() }) };
 }
 
 export function requirePrincipal(context: Context): Principal {

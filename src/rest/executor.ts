@@ -165,8 +165,9 @@ export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSc
 
 /**
  * Runs a prepared document with the variables a row made, after the same input bounds as on
- * /graphql (before any SQL runs), and answers its data; an execution error is thrown, a domain
- * error preferred, for the face to translate.
+ * /graphql (before any SQL runs), and answers its data once the work its resolvers left for the
+ * answer has run (`Context.beforeAnswer`); an execution error is thrown, a domain error preferred,
+ * for the face to translate.
  */
 export async function executePrepared(
   schema: GraphQLSchema,
@@ -180,6 +181,8 @@ export async function executePrepared(
     // A domain error says the most; otherwise the first error stands for the request.
     throw result.errors.find((error) => error.originalError instanceof DomainError) ?? result.errors[0];
   }
+  // The data will be answered: the work its resolvers left for that moment is done first.
+  await context.beforeAnswer?.run();
   return result.data;
 }
 
