@@ -88,6 +88,8 @@ export interface HarnessOptions extends TestDatabaseOptions {
   /** Serves `GET /metrics` to this bearer token. */
   metricsToken?: string;
   liveUpdates?: import('../../src/config/config.js').LiveUpdateLimits;
+  /** The server's audit checkpoint interval (hourly unless a test wants to see it tick). */
+  auditCheckpointIntervalMs?: number;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -111,6 +113,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     outageLogIntervalMs: options.outageLogIntervalMs,
     metricsToken: options.metricsToken,
     liveUpdates: options.liveUpdates,
+    auditCheckpointIntervalMs: options.auditCheckpointIntervalMs,
   });
   const agent = supertest(server.app);
   const served = options.settings?.openapiDocument === false ? server.openApiDocument : (await agent.get('/openapi.json').expect(200)).body;
