@@ -1,4 +1,6 @@
+import { jest } from '@jest/globals';
 import { startHarness, type Credential, type Harness, type TestUser } from '../../test/support/harness.js';
+import { CalendarFeedService } from './calendar-feed.service.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -211,5 +213,29 @@ describe('who may regenerate a calendar key', () => {
     const user = await h.createUser(account);
     expect((await h.rest('post', `/users/${user.id}/regenerate_private_url_key`)).status).toBe(401);
     expect((await h.rest('post', `/users/${user.id}/regenerate_private_url_key`, { key: { token: 'not-a-real-key-1234' } })).status).toBe(401);
+  });
+});
+
+describe('another user\'s URLs are answered only once their showing is recorded', () => {
+  test('when the view_calendar_urls record cannot be written, neither face answers the URLs', async () => {
+    const account = await h.createAccount();
+    const admin = await h.createUser(account, { role: 'admin' });
+    const target = await h.createUser(account);
+    const theirs = await ownUrls(target);
+    const refused = jest.spyOn(CalendarFeedService.prototype, 'recordUrlsShown').mockRejectedValue(new Error('the audit trail refused the record'));
+    try {
+      const rest = await show(`/users/${target.id}?include[]=calendar_urls`, admin.key);
+      expect(rest.status).toBe(500);
+      const graphql = await h.graphql(USER_URLS, { id: target.id }, admin.key);
+      expect(graphql.status).toBe(500);
+      expect(graphql.data).toBeUndefined();
+      expect(graphql.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'INTERNAL_SERVER_ERROR' }) })]);
+      for (const answer of [JSON.stringify(rest.body), JSON.stringify(graphql)]) expect(answer).not.toContain(theirs.http_cal_url.split('/private/')[1]!.split('/')[0]);
+      expect(refused).toHaveBeenCalledTimes(2);
+    } finally {
+      refused.mockRestore();
+    }
+    // One's own URLs need no record: answered as before.
+    expect((await ownUrls(target)).http_cal_url).toBe(theirs.http_cal_url);
   });
 });
