@@ -473,11 +473,12 @@ describe('integrity', () => {
     const user = await h.createUser(account);
     expect((await h.rest('put', `/users/${user.id}`, { key: account.key, body: { user: { job_title: 'Seen by this process' } } })).status).toBe(200);
     // Another instance appends a record: this process's idea of the head is now stale.
-    const head = async () => (await h.database.em().execute<{ position: string; hash: string; last_time: Date }[]>('select position, hash, last_time from audit_chain_heads where account_id = ?', [account.id]))[0]!;
+    const head = async () => (await h.database.em().execute<{ position: string; hash: string; last_time: Date | string }[]>('select position, hash, last_time from audit_chain_heads where account_id = ?', [account.id]))[0]!;
     const before = await head();
     const other = storedParts(draftRecord({ accountId: account.id, action: 'update', resource: { type: 'user', id: user.id }, fields: [{ name: 'job_title', value: 'Another instance' }] }, { face: 'cli', description: 'another instance' }));
     const otherId = randomUUID();
-    const time = new Date(Math.max(Date.now(), before.last_time.getTime()));
+    const headTime = new Date(before.last_time).getTime();
+    const time = new Date(Math.max(Date.now(), headTime));
     const append = (expectedPosition: number, expectedHash: string, at: Date, links: string[]) => h.database.em().execute<{ appended: boolean }[]>(
       'select appended from audit_append_linked_records(?, ?, ?, ?, ?::uuid[], ?, ?::json, ?::varchar[])',
       [account.id, expectedPosition, expectedHash, at.toISOString(), `{${otherId}}`, other.sharedMembers, `[${other.content}]`, `{${links.join(',')}}`],
@@ -486,7 +487,7 @@ describe('integrity', () => {
     const links = linkBatch(before.hash, { accountId: account.id, firstPosition: position + 1, time, ids: [otherId], sharedMembers: other.sharedMembers, contents: [other.content] });
     // A head other than the real one, or a time before the head's, is refused and writes nothing.
     expect((await append(position - 1, before.hash, time, links))[0]!.appended).toBe(false);
-    expect((await append(position, before.hash, new Date(before.last_time.getTime() - 1000), links))[0]!.appended).toBe(false);
+    expect((await append(position, before.hash, new Date(headTime - 1000), links))[0]!.appended).toBe(false);
     expect(Number((await head()).position)).toBe(position);
     expect((await append(position, before.hash, time, links))[0]!.appended).toBe(true);
 
