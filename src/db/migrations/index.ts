@@ -20,6 +20,7 @@ import { Migration20261125020000_credentials_lifecycle } from './Migration202611
 import { Migration20261125030000_app_credentials } from './Migration20261125030000_app_credentials.js';
 import { Migration20261125040000_audit_owner_and_keyed_chain } from './Migration20261125040000_audit_owner_and_keyed_chain.js';
 import { Migration20261125040100_audit_shared_context } from './Migration20261125040100_audit_shared_context.js';
+import { Migration20261126010000_audit_links_computed_by_writer } from './Migration20261126010000_audit_links_computed_by_writer.js';
 import { Migration20261125070000_sign_in_sessions } from './Migration20261125070000_sign_in_sessions.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
@@ -46,4 +47,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125040000_audit_owner_and_keyed_chain', class: Migration20261125040000_audit_owner_and_keyed_chain },
   { name: 'Migration20261125040100_audit_shared_context', class: Migration20261125040100_audit_shared_context },
   { name: 'Migration20261125070000_sign_in_sessions', class: Migration20261125070000_sign_in_sessions },
+  { name: 'Migration20261126010000_audit_links_computed_by_writer', class: Migration20261126010000_audit_links_computed_by_writer },
 ];
