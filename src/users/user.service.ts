@@ -1,6 +1,7 @@
 import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/sql';
 import { Account } from '../accounts/account.entity.js';
+import { authorshipOf, trustedFor, type Authorship } from '../auth/owner-rights.js';
 import { canUpdateUser, isUserPrincipal, type Principal } from '../auth/principal.js';
 import { policy } from '../auth/policy.js';
 import { DuplicateValueError, ForbiddenError, InvalidInputError, NotFoundError, StaleVersionError, type FieldProblem } from '../errors/domain-errors.js';
@@ -64,6 +65,7 @@ export class UsersService {
           if (holders.size) throw new DuplicateValueError('email', EMAIL_TAKEN);
           if (fields.externalId != null && (await writes.externalIdHolders([fields.externalId])).size) throw new DuplicateValueError('externalId', EXTERNAL_ID_TAKEN);
           const { timeZone: accountTimeZone } = await em.findOneOrFail(Account, { id: this.principal.accountId });
+          const emailSetBy = await authorshipOf(em, this.principal);
           const user = em.create(User, {
             id: this.newId(),
             account: em.getReference(Account, this.principal.accountId),
@@ -76,6 +78,8 @@ export class UsersService {
             jobTitle: fields.jobTitle ?? null,
             externalId: fields.externalId ?? null,
             suspendedAt: fields.active === false ? new Date() : null,
+            emailSetByUserId: emailSetBy.userId,
+            emailSetWithOwnerRights: emailSetBy.ownerRights,
           });
           await em.persist(user).flush();
           recordChange(em, { accountId: this.principal.accountId, action: 'create', resource: { type: 'user', id: user.id, summary: user.name }, userId: user.id, fields: createdFields(user) });
@@ -162,12 +166,27 @@ export class UsersService {
       if (takenExternalId) throw new DuplicateValueError('externalId', `${label(takenExternalId.index)}${EXTERNAL_ID_TAKEN}`);
 
       await this.changeSuspensions(em, patches.filter((patch) => patch.active != null && patch.active !== byId.get(patch.id)!.active));
+      let updated: UserRow[];
       try {
-        return await writes.apply(patches, fields, byId);
+        updated = await writes.apply(patches, fields, byId);
       } catch (error) {
         throw duplicateOf(error) ?? error;
       }
+      await this.recordEmailAuthorship(em, writes, patches, new Set(changing.map((change) => patches[change.index]!.id)));
+      return updated;
     }, options.single ? 'users.update' : 'users.updateMany');
+  }
+
+  /**
+   * Who set the emails the patches give (SPEC section 17): a changed email is the caller's; an
+   * email saved unchanged becomes the caller's only when that makes it trusted (the owner, or the
+   * user themself, re-saving it), so a no-op write never takes the trust an email had away.
+   */
+  private async recordEmailAuthorship(em: EntityManager, writes: UserWrites, patches: readonly UserPatch[], changed: ReadonlySet<string>): Promise<void> {
+    const withEmail = patches.filter((patch) => typeof patch.email === 'string');
+    if (withEmail.length === 0) return;
+    const authorship: Authorship = await authorshipOf(em, this.principal);
+    await writes.recordEmailAuthorship(withEmail.filter((patch) => changed.has(patch.id) || trustedFor(authorship, patch.id)).map((patch) => patch.id), authorship);
   }
 
   /**
@@ -250,7 +269,8 @@ function createdFields(user: User) {
 export async function createAccountOwner(em: EntityManager, account: Account, fields: { name: string; email: string }): Promise<User> {
   const problems = validateUserFields(fields, { creating: true });
   if (problems.length) throw new InvalidInputError(problems);
-  const owner = em.create(User, { account, name: fields.name.trim(), email: fields.email.trim(), timeZone: account.timeZone, color: 'green', role: 'owner' });
+  // Bootstrap is the operator's (the CLI, or the server's first start): the owner's email is set with owner rights.
+  const owner = em.create(User, { account, name: fields.name.trim(), email: fields.email.trim(), timeZone: account.timeZone, color: 'green', role: 'owner', emailSetWithOwnerRights: true });
   await em.persist(owner).flush();
   recordChange(em, { accountId: account.id, action: 'create', resource: { type: 'user', id: owner.id, summary: owner.name }, userId: owner.id, fields: createdFields(owner) });
   return owner;

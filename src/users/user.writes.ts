@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/sql';
+import type { Authorship } from '../auth/owner-rights.js';
 import type { UserRole } from '../auth/roles.js';
 import { recordChange, type ChangedField } from '../db/change-journal.js';
 import { patchUpdateStatement, writePath, type WritePath } from '../db/write-path.js';
@@ -75,6 +76,19 @@ export class UserWrites {
       [this.accountId, [...new Set(externalIds)]],
     );
     return new Map(rows.map((row) => [row.external_id, row.id]));
+  }
+
+  /**
+   * Records who set the emails of `ids` (src/auth/owner-rights.ts): a first single sign-on links an
+   * owner or admin by an email only when it was set with owner rights or by that user. Not one of
+   * the user's fields: its version and updated_at stay as the update left them.
+   */
+  async recordEmailAuthorship(ids: readonly string[], authorship: Authorship): Promise<void> {
+    if (ids.length === 0) return;
+    await this.writes.rows(
+      'update users set email_set_by_user_id = ?, email_set_with_owner_rights = ? where account_id = ? and deleted_at is null and id in (?) returning id',
+      [authorship.userId, authorship.ownerRights, this.accountId, [...new Set(ids)]],
+    );
   }
 
   /** Suspends (`at`) or reactivates (null) locked users; either changes their version. */
