@@ -1,4 +1,3 @@
-import type { EntityManager } from '@mikro-orm/sql';
 import { isUserPrincipal, type Principal } from './principal.js';
 import { USER_MANAGER_ROLES, type UserRole } from './roles.js';
 
@@ -17,12 +16,15 @@ export interface Authorship {
   ownerRights: boolean;
 }
 
-/** The writer's authorship, its role read inside the write's transaction (a role changed since the request began counts). */
-export async function authorshipOf(tx: EntityManager, writer: Writer): Promise<Authorship> {
+/**
+ * The writer's authorship. The role is the principal's, read with its credential at the start of
+ * the request: `owner` is never assigned or taken away through the API, so no request can hold it
+ * stale in a way that matters.
+ */
+export function authorshipOf(writer: Writer): Authorship {
   if (writer === 'operator') return { userId: null, ownerRights: true };
   if (!isUserPrincipal(writer)) return { userId: null, ownerRights: false };
-  const [row] = await tx.execute<{ role: string }[]>('select role from users where id = ? and account_id = ? and deleted_at is null', [writer.userId, writer.accountId]);
-  return { userId: writer.userId, ownerRights: row?.role === 'owner' };
+  return { userId: writer.userId, ownerRights: writer.role === 'owner' };
 }
 
 /** The users single sign-on signs in only through what the owner (or they themselves) saved. */

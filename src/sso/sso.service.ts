@@ -98,7 +98,7 @@ export class SsoService {
     return this.transactions.run(this.em, async (tx) => {
       const [account] = await tx.execute<{ id: string }[]>('select id from accounts where id = ?', [input.accountId]);
       if (!account) throw new NotFoundError('account');
-      const saved = await authorshipOf(tx, input.savedBy);
+      const saved = authorshipOf(input.savedBy);
       const existing = await tx.findOne(SsoConfiguration, { accountId: input.accountId });
       const configuration = existing ?? tx.create(SsoConfiguration, { accountId: input.accountId, protocol: oidc ? 'oidc' : 'saml', displayName });
       Object.assign(configuration, {

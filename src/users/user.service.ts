@@ -1,7 +1,7 @@
 import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/sql';
 import { Account } from '../accounts/account.entity.js';
-import { authorshipOf, trustedFor, type Authorship } from '../auth/owner-rights.js';
+import { authorshipOf, trustedFor } from '../auth/owner-rights.js';
 import { canUpdateUser, isUserPrincipal, type Principal } from '../auth/principal.js';
 import { policy } from '../auth/policy.js';
 import { DuplicateValueError, ForbiddenError, InvalidInputError, NotFoundError, StaleVersionError, type FieldProblem } from '../errors/domain-errors.js';
@@ -12,7 +12,7 @@ import { User } from './user.entity.js';
 import type { UserLifecycleHooks } from './user-lifecycle.js';
 import { lockLiveUser } from './user-locks.js';
 import type { UserRow } from './user.reads.js';
-import { UserWrites, userChangedFields, type LockedUser, type UserPatch } from './user.writes.js';
+import { UserWrites, userChangedFields, type EmailAuthorship, type LockedUser, type UserPatch } from './user.writes.js';
 import { normalizeEmail, userFieldProblems, validateUserFields, type UserFieldProblem, type UserFields } from './user.validation.js';
 
 export const MAX_USERS_PER_BULK_UPDATE = 100;
@@ -65,7 +65,7 @@ export class UsersService {
           if (holders.size) throw new DuplicateValueError('email', EMAIL_TAKEN);
           if (fields.externalId != null && (await writes.externalIdHolders([fields.externalId])).size) throw new DuplicateValueError('externalId', EXTERNAL_ID_TAKEN);
           const { timeZone: accountTimeZone } = await em.findOneOrFail(Account, { id: this.principal.accountId });
-          const emailSetBy = await authorshipOf(em, this.principal);
+          const emailSetBy = authorshipOf(this.principal);
           const user = em.create(User, {
             id: this.newId(),
             account: em.getReference(Account, this.principal.accountId),
@@ -166,14 +166,11 @@ export class UsersService {
       if (takenExternalId) throw new DuplicateValueError('externalId', `${label(takenExternalId.index)}${EXTERNAL_ID_TAKEN}`);
 
       await this.changeSuspensions(em, patches.filter((patch) => patch.active != null && patch.active !== byId.get(patch.id)!.active));
-      let updated: UserRow[];
       try {
-        updated = await writes.apply(patches, fields, byId);
+        return await writes.apply(patches, fields, byId, this.emailAuthorship(patches, new Set(changing.map((change) => patches[change.index]!.id))));
       } catch (error) {
         throw duplicateOf(error) ?? error;
       }
-      await this.recordEmailAuthorship(em, writes, patches, new Set(changing.map((change) => patches[change.index]!.id)));
-      return updated;
     }, options.single ? 'users.update' : 'users.updateMany');
   }
 
@@ -182,11 +179,10 @@ export class UsersService {
    * email saved unchanged becomes the caller's only when that makes it trusted (the owner, or the
    * user themself, re-saving it), so a no-op write never takes the trust an email had away.
    */
-  private async recordEmailAuthorship(em: EntityManager, writes: UserWrites, patches: readonly UserPatch[], changed: ReadonlySet<string>): Promise<void> {
-    const withEmail = patches.filter((patch) => typeof patch.email === 'string');
-    if (withEmail.length === 0) return;
-    const authorship: Authorship = await authorshipOf(em, this.principal);
-    await writes.recordEmailAuthorship(withEmail.filter((patch) => changed.has(patch.id) || trustedFor(authorship, patch.id)).map((patch) => patch.id), authorship);
+  private emailAuthorship(patches: readonly UserPatch[], changed: ReadonlySet<string>): EmailAuthorship {
+    const authorship = authorshipOf(this.principal);
+    const ids = patches.filter((patch) => typeof patch.email === 'string' && (changed.has(patch.id) || trustedFor(authorship, patch.id))).map((patch) => patch.id);
+    return { ids: new Set(ids), authorship };
   }
 
   /**

@@ -31,6 +31,15 @@ export function userChangedFields(after: UserFields, before?: UserFields): Chang
   });
 }
 
+/**
+ * Who set the emails of the users `ids` (src/auth/owner-rights.ts): a first single sign-on links an
+ * owner or admin by an email only when it was set with owner rights or by that user.
+ */
+export interface EmailAuthorship {
+  ids: ReadonlySet<string>;
+  authorship: Authorship;
+}
+
 /** `active` and `expectedVersion` are not columns: the service suspends or refuses before the fields are written. */
 export type UserPatch = UserFields & { id: string; active?: boolean | null; expectedVersion?: string | null };
 
@@ -78,19 +87,6 @@ export class UserWrites {
     return new Map(rows.map((row) => [row.external_id, row.id]));
   }
 
-  /**
-   * Records who set the emails of `ids` (src/auth/owner-rights.ts): a first single sign-on links an
-   * owner or admin by an email only when it was set with owner rights or by that user. Not one of
-   * the user's fields: its version and updated_at stay as the update left them.
-   */
-  async recordEmailAuthorship(ids: readonly string[], authorship: Authorship): Promise<void> {
-    if (ids.length === 0) return;
-    await this.writes.rows(
-      'update users set email_set_by_user_id = ?, email_set_with_owner_rights = ? where account_id = ? and deleted_at is null and id in (?) returning id',
-      [authorship.userId, authorship.ownerRights, this.accountId, [...new Set(ids)]],
-    );
-  }
-
   /** Suspends (`at`) or reactivates (null) locked users; either changes their version. */
   async setSuspended(ids: readonly string[], at: Date | null): Promise<void> {
     if (ids.length === 0) return;
@@ -107,13 +103,18 @@ export class UserWrites {
    * (`locked`: the rows as `lockForUpdate` read them); each user whose fields change is reported
    * as one change, naming each changed field with its value before and after.
    */
-  async apply(patches: readonly UserPatch[], fields: Iterable<string>, locked: ReadonlyMap<string, LockedUser>): Promise<UserRow[]> {
+  async apply(patches: readonly UserPatch[], fields: Iterable<string>, locked: ReadonlyMap<string, LockedUser>, emailSetBy?: EmailAuthorship): Promise<UserRow[]> {
     const stored = patches.map((patch) => ({ ...patch, name: patch.name?.trim(), email: patch.email?.trim() }));
+    const authored = (patch: UserPatch) => (emailSetBy?.ids.has(patch.id)
+      ? { emailSetByUserId: emailSetBy.authorship.userId, emailSetWithOwnerRights: emailSetBy.authorship.ownerRights }
+      : {});
     const statement = patchUpdateStatement({
       table: 'users',
       key: 'id',
       columns: USER_FIELD_COLUMNS,
-      patches: stored,
+      // Who set an email (src/auth/owner-rights.ts) is not one of the user's fields: it changes neither version nor updated_at.
+      bookkeeping: { emailSetByUserId: { column: 'email_set_by_user_id', type: 'varchar' }, emailSetWithOwnerRights: { column: 'email_set_with_owner_rights', type: 'boolean' } },
+      patches: stored.map((patch) => ({ ...patch, ...authored(patch) })),
       where: { sql: 'users.account_id = ? and users.deleted_at is null', params: [this.accountId] },
       touched: 'updated_at',
       returning: userSelectList(fields),
