@@ -6,6 +6,11 @@ export interface SignInOffer {
   label: string;
   /** False when the account requires the other method: the password form refuses its users. */
   passwordAllowed: boolean;
+  /**
+   * When passwords are refused: true while some owner or admin is one the method may not sign in
+   * (`SignInMethod.acceptsPasswordOf`), so the page still offers them the password form.
+   */
+  passwordForPrivileged?: boolean;
 }
 
 /**
@@ -33,6 +38,11 @@ export interface InteractionFinisher {
 export interface SignInMethod {
   name: string;
   offerFor(accountId: string): Promise<SignInOffer | undefined>;
+  /**
+   * Whether the password of `userId` (already verified) still works although the offer refuses
+   * passwords: for an owner or admin this method may not sign in, whom it would otherwise lock out.
+   */
+  acceptsPasswordOf?(accountId: string, userId: string): Promise<boolean>;
   /**
    * Starts the round trip bound to the interaction and to the browser that asked (the method sets
    * its own cookie on `res`); returns the URL to send the browser to.

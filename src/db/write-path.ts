@@ -38,6 +38,12 @@ export interface PatchUpdate {
   where: { sql: string; params: readonly unknown[] };
   /** A timestamp column set to now() on the rows whose values change, and only on those. */
   touched?: string;
+  /**
+   * Patch field -> column (and its SQL type, the JSON text cast to it), written like `columns` but
+   * not a change of the row's values: `touched` stays as they leave it (bookkeeping about a field,
+   * such as who set it).
+   */
+  bookkeeping?: Readonly<Record<string, { column: string; type: string }>>;
   /** The RETURNING list (columns of the table: the new values). */
   returning: string;
 }
@@ -59,9 +65,13 @@ export function patchUpdateStatement(update: PatchUpdate): { sql: string; params
     const changed = fields.map((field) => `(${given(field)} and ${value(field)} is distinct from ${update.table}.${update.columns[field]})`).join(' or ');
     assignments.push(`${update.touched} = case when ${changed} then now() else ${update.table}.${update.touched} end`);
   }
+  const bookkeeping = Object.entries(update.bookkeeping ?? {});
+  for (const [field, { column, type }] of bookkeeping) {
+    assignments.push(`${column} = case when ${given(field)} then (${value(field)})::${type} else ${update.table}.${column} end`);
+  }
   const patches = update.patches.map((patch) => {
     const json: Record<string, unknown> = { [update.key]: patch[update.key] };
-    for (const field of fields) if (patch[field] !== undefined) json[field] = patch[field];
+    for (const field of [...fields, ...bookkeeping.map(([name]) => name)]) if (patch[field] !== undefined) json[field] = patch[field];
     return json;
   });
   // The keys again as a list: with them the planner reaches the rows through the key's index

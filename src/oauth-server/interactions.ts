@@ -173,7 +173,10 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
     const offer = await alternative.offer(interaction.uid, app.account.id);
     const page = (status: number, error: string) =>
       sendPage(res, status, signInPage({ action: `${INTERACTION_PATH}/${interaction.uid}/login`, csrf: csrfFor(interaction.uid), appName: app.name, email, error, alternative: offer }));
-    if (offer && !offer.passwordAllowed) return page(403, `Passwords are not accepted here: sign in with ${offer.label}.`);
+    // When the account requires its other method, a password signs in only an owner or admin that
+    // method may not sign in (a configuration an admin saved must not lock the owner out). Every
+    // other refusal reads the same, so the answer tells nobody whether a member's password was right.
+    const passwordsRefused = offer !== undefined && !offer.passwordAllowed;
     const em = deps.database.em();
     const attempt = await beginSignInAttempt(em, email, req.ip ?? 'unknown', limits);
     if (!attempt.allowed) {
@@ -181,8 +184,13 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
       res.set('Retry-After', String(attempt.retryAfterSeconds));
       return page(429, TOO_MANY_ATTEMPTS);
     }
-    const userId = email && password ? await checkSignIn(em, app.account.id, email, password) : undefined;
+    const verified = email && password ? await checkSignIn(em, app.account.id, email, password) : undefined;
+    const userId = verified && (!passwordsRefused || (await alternative.passwordAccepted(app.account.id, verified))) ? verified : undefined;
     await recordSignIn(deps.database, req, res, { app, email, userId });
+    if (!userId && passwordsRefused) {
+      const privileged = offer.passwordForPrivileged ? ' An owner or administrator it cannot sign in yet signs in with their correct email and password.' : '';
+      return page(403, `Passwords are not accepted here: sign in with ${offer.label}.${privileged}`);
+    }
     if (!userId) return page(401, WRONG_CREDENTIALS);
     await attempt.succeeded();
     await finish(req, res, provider, signedInResult(userId, { method: 'password' }));

@@ -33,7 +33,7 @@ ${body}
 </html>`;
 }
 
-export function signInPage(options: { action: string; csrf: string; appName: string; email?: string; error?: string; alternative?: { label: string; action: string; passwordAllowed: boolean } }): string {
+export function signInPage(options: { action: string; csrf: string; appName: string; email?: string; error?: string; alternative?: { label: string; action: string; passwordAllowed: boolean; passwordForPrivileged?: boolean } }): string {
   const alternative = options.alternative;
   // Email first: the account's identity provider, then (unless it is required) the password form.
   const viaProvider = alternative ? `<form method="post" action="${escapeHtml(alternative.action)}">
@@ -42,7 +42,9 @@ export function signInPage(options: { action: string; csrf: string; appName: str
 <button type="submit">Sign in with ${escapeHtml(alternative.label)}</button>
 </form>
 ` : '';
-  const withPassword = !alternative || alternative.passwordAllowed ? `${alternative ? '<p>or with your password:</p>\n' : ''}<form method="post" action="${escapeHtml(options.action)}">
+  // Required single sign-on hides the password form, except for an owner or admin the provider may not sign in (see sign-in-method.ts).
+  const passwordHeading = !alternative ? '' : alternative.passwordAllowed ? '<p>or with your password:</p>\n' : '<p><small>Owner or administrator? Sign in with your password:</small></p>\n';
+  const withPassword = !alternative || alternative.passwordAllowed || alternative.passwordForPrivileged ? `${passwordHeading}<form method="post" action="${escapeHtml(options.action)}">
 <input type="hidden" name="csrf" value="${escapeHtml(options.csrf)}">
 <label>Email <input type="email" name="email" autocomplete="username" required maxlength="100" value="${escapeHtml(options.email ?? '')}"></label>
 <label>Password <input type="password" name="password" autocomplete="current-password" required maxlength="256"></label>

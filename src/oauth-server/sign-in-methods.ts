@@ -60,6 +60,13 @@ export function alternativeSignIn(methods: readonly SignInMethod[], deps: {
       return found && { ...found.offer, action: `${INTERACTION_PATH}/${interactionUid}/alternative` };
     },
 
+    /** Whether the verified password of `userId` signs them in although the account's method refuses passwords (an owner or admin it may not sign in). */
+    async passwordAccepted(accountId: string, userId: string): Promise<boolean> {
+      const found = await chosen(accountId);
+      if (!found || found.offer.passwordAllowed) return true;
+      return (await found.method.acceptsPasswordOf?.(accountId, userId)) ?? false;
+    },
+
     mount(router: Router, withInteraction: (handler: InteractionHandler) => RequestHandler): void {
       router.post(`${INTERACTION_PATH}/:uid/alternative`, deps.form, withInteraction(async (req, res, _provider, interaction, app) => {
         const found = interaction.prompt.name === 'login' && deps.csrfValid(interaction.uid, req.body?.csrf) ? await chosen(app.account.id) : undefined;

@@ -10,7 +10,7 @@ export type SsoProtocol = (typeof SSO_PROTOCOLS)[number];
  */
 @Entity({ tableName: 'sso_configurations' })
 export class SsoConfiguration {
-  [OptionalProps]?: 'requireSso' | 'jit' | 'oidcIssuer' | 'oidcClientId' | 'oidcClientSecretSealed' | 'samlIdpEntityId' | 'samlSsoUrl' | 'samlIdpCertificates' | 'createdAt' | 'updatedAt';
+  [OptionalProps]?: 'requireSso' | 'jit' | 'oidcIssuer' | 'oidcClientId' | 'oidcClientSecretSealed' | 'samlIdpEntityId' | 'samlSsoUrl' | 'samlIdpCertificates' | 'createdAt' | 'updatedAt' | 'savedByUserId' | 'savedWithOwnerRights';
 
   /** One configuration per account (`accounts.id`). */
   @PrimaryKey({ type: 'string', length: 7, fieldName: 'account_id' })
@@ -47,6 +47,17 @@ export class SsoConfiguration {
   /** PEM certificates the provider signs with (metadata may list more than one during a rollover). */
   @Property({ type: 'json', nullable: true })
   samlIdpCertificates: string[] | null = null;
+
+  /** The user who last saved the configuration; null when no user did (the operator, an account key, an account-level app). */
+  @Property({ type: 'string', length: 7, nullable: true })
+  savedByUserId: string | null = null;
+
+  /**
+   * Last saved by the operator (`accessctl sso configure`) or by a user whose role was `owner`:
+   * only then may it sign in owners and admins other than the one who saved it.
+   */
+  @Property({ type: 'boolean' })
+  savedWithOwnerRights: boolean = false;
 
   @Property({ type: 'Date', columnType: 'timestamptz' })
   createdAt: Date = new Date();

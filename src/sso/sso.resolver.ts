@@ -146,7 +146,8 @@ export class SsoResolver {
   @Authorized<Requirement>('credentials.write', 'write', 'account_admin')
   @Mutation(() => SingleSignOnPayload, {
     description: 'Configures (or replaces) the account\'s identity provider. An OIDC issuer\'s discovery document is fetched by the server first (SSRF-guarded); '
-      + 'a SAML metadata document is parsed. account_admin; a token needs credentials.write. Audited.',
+      + 'a SAML metadata document is parsed. account_admin; a token needs credentials.write. Audited. '
+      + 'Unless the owner (or the operator) saved it, it signs in no owner and no admin other than the one who saved it (docs/security.md).',
   })
   async configureSingleSignOn(@Arg('input', () => ConfigureSingleSignOnInput, { description: 'The identity provider to use: exactly one of oidc or saml.' }) input: ConfigureSingleSignOnInput, @Ctx() context: Context): Promise<SingleSignOnPayload> {
     const { accountId } = requirePrincipal(context);
@@ -157,6 +158,7 @@ export class SsoResolver {
       samlMetadataXml: input.saml ? input.saml.metadataXml : undefined,
       requireSso: input.requireSso,
       jit: input.jit,
+      savedBy: requirePrincipal(context),
     }, { verifyIssuer: (issuer) => fetchIssuerMetadata(issuer, { production: context.runtime.production }) });
     return { singleSignOn: await singleSignOnOf(context, accountId) };
   }

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/sql';
+import { authorshipOf, type Writer } from '../auth/owner-rights.js';
 import { recordChange } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
@@ -19,6 +20,12 @@ export interface ConfigureSsoInput {
   samlMetadataXml?: string;
   requireSso: boolean;
   jit: boolean;
+  /**
+   * Who saves it: the operator, or the request's principal. Only a configuration saved with owner
+   * rights (the operator, a user whose role is owner) signs in owners and admins other than the
+   * user who saved it (SPEC section 17; `sso.matching.ts`).
+   */
+  savedBy: Writer;
 }
 
 export interface SsoConfigurationSummary {
@@ -31,6 +38,8 @@ export interface SsoConfigurationSummary {
   oidcClientSecretStored: boolean;
   samlIdpEntityId: string | null;
   samlSsoUrl: string | null;
+  savedByUserId: string | null;
+  savedWithOwnerRights: boolean;
   updatedAt: Date;
 }
 
@@ -41,6 +50,8 @@ export interface SsoSettings {
   displayName: string;
   requireSso: boolean;
   jit: boolean;
+  /** Who last saved it, as the rule for owners and admins weighs it (`sso.matching.ts`). */
+  saved: { userId: string | null; ownerRights: boolean };
   oidc?: { issuer: string; clientId: string; clientSecret: string | undefined };
   saml?: { idpEntityId: string; ssoUrl: string; certificates: string[] };
 }
@@ -87,6 +98,7 @@ export class SsoService {
     return this.transactions.run(this.em, async (tx) => {
       const [account] = await tx.execute<{ id: string }[]>('select id from accounts where id = ?', [input.accountId]);
       if (!account) throw new NotFoundError('account');
+      const saved = authorshipOf(input.savedBy);
       const existing = await tx.findOne(SsoConfiguration, { accountId: input.accountId });
       const configuration = existing ?? tx.create(SsoConfiguration, { accountId: input.accountId, protocol: oidc ? 'oidc' : 'saml', displayName });
       Object.assign(configuration, {
@@ -100,6 +112,8 @@ export class SsoService {
         samlIdpEntityId: saml?.entityId ?? null,
         samlSsoUrl: saml?.ssoUrl ?? null,
         samlIdpCertificates: saml?.certificates ?? null,
+        savedByUserId: saved.userId,
+        savedWithOwnerRights: saved.ownerRights,
         updatedAt: new Date(),
       } satisfies Partial<SsoConfiguration>);
       await tx.persist(configuration).flush();
@@ -114,6 +128,7 @@ export class SsoService {
           { name: 'require_sso', value: input.requireSso },
           { name: 'jit', value: input.jit },
           { name: 'client_secret_stored', value: Boolean(oidc?.secret) },
+          { name: 'saved_with_owner_rights', value: saved.ownerRights },
         ],
       });
       return configuration;
@@ -134,6 +149,8 @@ export class SsoService {
       oidcClientSecretStored: configuration.oidcClientSecretSealed !== null,
       samlIdpEntityId: configuration.samlIdpEntityId,
       samlSsoUrl: configuration.samlSsoUrl,
+      savedByUserId: configuration.savedByUserId,
+      savedWithOwnerRights: configuration.savedWithOwnerRights,
       updatedAt: configuration.updatedAt,
     };
   }
@@ -158,6 +175,7 @@ export class SsoService {
       displayName: configuration.displayName,
       requireSso: configuration.requireSso,
       jit: configuration.jit,
+      saved: { userId: configuration.savedByUserId, ownerRights: configuration.savedWithOwnerRights },
       oidc: configuration.protocol === 'oidc'
         ? { issuer: configuration.oidcIssuer!, clientId: configuration.oidcClientId!, clientSecret: configuration.oidcClientSecretSealed ? this.sealer.unseal(configuration.oidcClientSecretSealed) : undefined }
         : undefined,

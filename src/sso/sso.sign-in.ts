@@ -10,7 +10,7 @@ import { Sealer } from '../oauth-server/sealing.js';
 import { USER_FIELD_LIMITS } from '../users/user.validation.js';
 import { fetchIssuerMetadata } from './sso.discovery.js';
 import { SSO_PATHS, oidcRedirectUri, samlAssertionConsumerUrl, samlEntityId } from './sso.endpoints.js';
-import { userForAssertedIdentity, type AssertedIdentity } from './sso.matching.js';
+import { ssoRefusesPrivilegedUser, ssoRefusesSomePrivilegedUser, userForAssertedIdentity, type AssertedIdentity, type PrivilegedRefusal } from './sso.matching.js';
 import { SsoService, ssoSecretSealer, type SsoSettings } from './sso.service.js';
 
 /** A round trip to the provider must come back within this; then its state is refused. */
@@ -27,6 +27,17 @@ const EXPIRED = ['Sign-in expired', 'This sign-in has expired or was already use
 const REFUSED = ['Sign-in refused', 'The answer from your identity provider could not be accepted. Go back to the app and start again.'] as const;
 const NO_ACCESS = ['Sign-in refused', 'Your identity provider signed you in, but that identity has no access here. Ask your administrator.'] as const;
 const STRANGER = ['Sign-in refused', 'This sign-in was started in another browser, so it was refused. Go back to the app and start again.'] as const;
+/** An owner or admin the configuration may not sign in (SPEC section 17; `privilegedRefusal`): what they read, and what the audit trail says. */
+const PRIVILEGED: Record<PrivilegedRefusal, { page: readonly [string, string]; reason: string }> = {
+  configuration: {
+    page: ['Sign-in refused', 'Single sign-on cannot sign in the owner or an admin until the owner saves the single sign-on configuration. Sign in with your password, or ask the account owner.'],
+    reason: 'owner or admin: the configuration was not saved by the owner or by this user',
+  },
+  email: {
+    page: ['Sign-in refused', 'Single sign-on cannot sign in the owner or an admin by their email until the owner, or that user themself, saves that email (before their first single sign-on as owner or admin). Sign in with your password, or ask the account owner.'],
+    reason: 'owner or admin: the email was not set by the owner or by this user',
+  },
+};
 
 /**
  * The cookie that binds a round trip to the browser that began it: random, HttpOnly, SameSite=Lax
@@ -46,7 +57,7 @@ function browserCookieOf(req: Request): string | undefined {
 
 /** Why a returning answer is refused; logged (never shown) so an operator can tell the cases apart. */
 class Refusal extends Error {
-  constructor(readonly page: readonly [string, string], readonly status: number, reason: string) {
+  constructor(readonly page: readonly [string, string], readonly status: number, reason: string, readonly about?: { userId: string; audited: string }) {
     super(reason);
   }
 }
@@ -186,12 +197,13 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
   }
 
   /** A refused answer for a known round trip is the account's failed sign-in (the provider named, no assertion kept). */
-  async function recordRefusal(req: Request, res: Response, trip: RoundTrip, reason: string): Promise<void> {
+  async function recordRefusal(req: Request, res: Response, trip: RoundTrip, reason: string, userId?: string): Promise<void> {
     await browserWrites(req, res).run(database.em(), async (tx) => {
       recordChange(tx, {
         accountId: trip.account_id,
         action: 'sign_in_failed',
         resource: { type: 'account', id: trip.account_id },
+        ...(userId ? { userId } : {}),
         fields: [{ name: 'single_sign_on', value: reason.slice(0, 200) }],
       });
     }, 'sso.sign-in-refused');
@@ -200,21 +212,26 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
   async function signInWith(req: Request, trip: RoundTrip, identity: AssertedIdentity, finisher: InteractionFinisher, res: Response): Promise<void> {
     const settings = await requiredSettings(trip.account_id).catch(() => { throw new Refusal(REFUSED, 401, 'the account has no provider any more'); });
     const em = database.em();
-    const userId = await browserWrites(req, res).run(em, async (tx) => {
-      const user = await userForAssertedIdentity(tx, trip.account_id, identity, settings.jit);
-      if (user) {
+    const match = await browserWrites(req, res).run(em, async (tx) => {
+      const found = await userForAssertedIdentity(tx, trip.account_id, identity, settings.jit, settings.saved);
+      if (found && !found.refused) {
         recordChange(tx, {
           accountId: trip.account_id,
           action: 'sign_in',
-          resource: { type: 'user', id: user },
-          userId: user,
+          resource: { type: 'user', id: found.userId },
+          userId: found.userId,
           fields: [{ name: 'single_sign_on', value: `${settings.protocol}: ${settings.displayName}` }],
         });
       }
-      return user;
+      return found;
     }, 'sso.sign-in');
-    if (!userId && !identity.email) throw new Refusal(REFUSED, 401, 'an unlinked subject with no usable email');
-    if (!userId) throw new Refusal(NO_ACCESS, 403, 'no eligible user for the asserted subject or email');
+    if (!match && !identity.email) throw new Refusal(REFUSED, 401, 'an unlinked subject with no usable email');
+    if (!match) throw new Refusal(NO_ACCESS, 403, 'no eligible user for the asserted subject or email');
+    if (match.refused) {
+      const { page, reason } = PRIVILEGED[match.refused];
+      throw new Refusal(page, 403, reason, { userId: match.userId, audited: reason });
+    }
+    const { userId } = match;
     res.clearCookie(BROWSER_COOKIE, { path: BROWSER_COOKIE_PATH });
     const resumeAt = await finisher.signedIn(trip.interaction_uid, trip.account_id, userId, settings.displayName);
     if (!resumeAt) throw new Refusal(EXPIRED, 400, 'the interaction no longer waits for a sign-in');
@@ -238,7 +255,7 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
         trip ??= (error as Refusal & { trip?: RoundTrip }).trip;
         logger.warn({ protocol, reason: error.message }, 'single sign-on refused');
         // Unknown, expired and replayed states name no account: nothing to record them against.
-        if (trip) await recordRefusal(req, res, trip, `${protocol}: ${error.page[0]}`);
+        if (trip) await recordRefusal(req, res, trip, `${protocol}: ${error.about?.audited ?? error.page[0]}`, error.about?.userId);
         problem(res, error.status, error.page[0], error.page[1]);
       }
     };
@@ -259,7 +276,19 @@ export function ssoSignInMethod(deps: HttpRouteDeps): SignInMethod {
 
     async offerFor(accountId) {
       const configuration = await service().show(accountId);
-      return configuration ? { label: configuration.displayName, passwordAllowed: !configuration.requireSso } : undefined;
+      if (!configuration) return undefined;
+      const saved = { userId: configuration.savedByUserId, ownerRights: configuration.savedWithOwnerRights };
+      return {
+        label: configuration.displayName,
+        passwordAllowed: !configuration.requireSso,
+        passwordForPrivileged: configuration.requireSso && await ssoRefusesSomePrivilegedUser(database.em(), accountId, saved),
+      };
+    },
+
+    async acceptsPasswordOf(accountId, userId) {
+      const configuration = await service().show(accountId);
+      if (!configuration?.requireSso) return true;
+      return ssoRefusesPrivilegedUser(database.em(), accountId, userId, { userId: configuration.savedByUserId, ownerRights: configuration.savedWithOwnerRights });
     },
 
     async begin({ interactionUid, accountId, loginHint }, res) {

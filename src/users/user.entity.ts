@@ -10,7 +10,7 @@ import { newPublicId } from '../db/public-id.js';
  */
 @Entity({ tableName: 'users' })
 export class User {
-  [OptionalProps]?: 'id' | 'role' | 'description' | 'jobTitle' | 'avatarUrl' | 'invitationSent' | 'createdViaSso' | 'createdAt' | 'updatedAt' | 'deletedAt' | 'suspendedAt' | 'externalId';
+  [OptionalProps]?: 'id' | 'role' | 'description' | 'jobTitle' | 'avatarUrl' | 'invitationSent' | 'createdViaSso' | 'createdAt' | 'updatedAt' | 'deletedAt' | 'suspendedAt' | 'externalId' | 'emailSetByUserId' | 'emailSetWithOwnerRights';
 
   @PrimaryKey({ type: 'string', length: 7 })
   id: string = newPublicId();
@@ -23,6 +23,18 @@ export class User {
 
   @Property({ type: 'string', length: 100 })
   email!: string;
+
+  /**
+   * Who last set the email (`email-authorship.ts`): an email links an owner or admin to an
+   * identity provider's subject on a first single sign-on only when set with owner rights or by
+   * that user themself. Null: nobody the rule trusts (an account key, an app, SCIM, single sign-on).
+   */
+  @Property({ type: 'string', length: 7, nullable: true })
+  emailSetByUserId: string | null = null;
+
+  /** The email was last set by the operator (CLI, bootstrap) or by a user whose role was `owner`. */
+  @Property({ type: 'boolean' })
+  emailSetWithOwnerRights: boolean = false;
 
   @Property({ type: 'string', length: 64 })
   timeZone!: string;

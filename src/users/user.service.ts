@@ -1,6 +1,7 @@
 import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/sql';
 import { Account } from '../accounts/account.entity.js';
+import { authorshipOf, trustedFor } from '../auth/owner-rights.js';
 import { canUpdateUser, isUserPrincipal, type Principal } from '../auth/principal.js';
 import { policy } from '../auth/policy.js';
 import { DuplicateValueError, ForbiddenError, InvalidInputError, NotFoundError, StaleVersionError, type FieldProblem } from '../errors/domain-errors.js';
@@ -11,7 +12,7 @@ import { User } from './user.entity.js';
 import type { UserLifecycleHooks } from './user-lifecycle.js';
 import { lockLiveUser } from './user-locks.js';
 import type { UserRow } from './user.reads.js';
-import { UserWrites, userChangedFields, type LockedUser, type UserPatch } from './user.writes.js';
+import { UserWrites, userChangedFields, type EmailAuthorship, type LockedUser, type UserPatch } from './user.writes.js';
 import { normalizeEmail, userFieldProblems, validateUserFields, type UserFieldProblem, type UserFields } from './user.validation.js';
 
 export const MAX_USERS_PER_BULK_UPDATE = 100;
@@ -64,6 +65,7 @@ export class UsersService {
           if (holders.size) throw new DuplicateValueError('email', EMAIL_TAKEN);
           if (fields.externalId != null && (await writes.externalIdHolders([fields.externalId])).size) throw new DuplicateValueError('externalId', EXTERNAL_ID_TAKEN);
           const { timeZone: accountTimeZone } = await em.findOneOrFail(Account, { id: this.principal.accountId });
+          const emailSetBy = authorshipOf(this.principal);
           const user = em.create(User, {
             id: this.newId(),
             account: em.getReference(Account, this.principal.accountId),
@@ -76,6 +78,8 @@ export class UsersService {
             jobTitle: fields.jobTitle ?? null,
             externalId: fields.externalId ?? null,
             suspendedAt: fields.active === false ? new Date() : null,
+            emailSetByUserId: emailSetBy.userId,
+            emailSetWithOwnerRights: emailSetBy.ownerRights,
           });
           await em.persist(user).flush();
           recordChange(em, { accountId: this.principal.accountId, action: 'create', resource: { type: 'user', id: user.id, summary: user.name }, userId: user.id, fields: createdFields(user) });
@@ -163,11 +167,22 @@ export class UsersService {
 
       await this.changeSuspensions(em, patches.filter((patch) => patch.active != null && patch.active !== byId.get(patch.id)!.active));
       try {
-        return await writes.apply(patches, fields, byId);
+        return await writes.apply(patches, fields, byId, this.emailAuthorship(patches, new Set(changing.map((change) => patches[change.index]!.id))));
       } catch (error) {
         throw duplicateOf(error) ?? error;
       }
     }, options.single ? 'users.update' : 'users.updateMany');
+  }
+
+  /**
+   * Who set the emails the patches give (SPEC section 17): a changed email is the caller's; an
+   * email saved unchanged becomes the caller's only when that makes it trusted (the owner, or the
+   * user themself, re-saving it), so a no-op write never takes the trust an email had away.
+   */
+  private emailAuthorship(patches: readonly UserPatch[], changed: ReadonlySet<string>): EmailAuthorship {
+    const authorship = authorshipOf(this.principal);
+    const ids = patches.filter((patch) => typeof patch.email === 'string' && (changed.has(patch.id) || trustedFor(authorship, patch.id))).map((patch) => patch.id);
+    return { ids: new Set(ids), authorship };
   }
 
   /**
@@ -250,7 +265,8 @@ function createdFields(user: User) {
 export async function createAccountOwner(em: EntityManager, account: Account, fields: { name: string; email: string }): Promise<User> {
   const problems = validateUserFields(fields, { creating: true });
   if (problems.length) throw new InvalidInputError(problems);
-  const owner = em.create(User, { account, name: fields.name.trim(), email: fields.email.trim(), timeZone: account.timeZone, color: 'green', role: 'owner' });
+  // Bootstrap is the operator's (the CLI, or the server's first start): the owner's email is set with owner rights.
+  const owner = em.create(User, { account, name: fields.name.trim(), email: fields.email.trim(), timeZone: account.timeZone, color: 'green', role: 'owner', emailSetWithOwnerRights: true });
   await em.persist(owner).flush();
   recordChange(em, { accountId: account.id, action: 'create', resource: { type: 'user', id: owner.id, summary: owner.name }, userId: owner.id, fields: createdFields(owner) });
   return owner;

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/sql';
+import type { Authorship } from '../auth/owner-rights.js';
 import type { UserRole } from '../auth/roles.js';
 import { recordChange, type ChangedField } from '../db/change-journal.js';
 import { patchUpdateStatement, writePath, type WritePath } from '../db/write-path.js';
@@ -28,6 +29,15 @@ export function userChangedFields(after: UserFields, before?: UserFields): Chang
     if (value === undefined || (before && (before[field] ?? null) === (value ?? null))) return [];
     return [{ name: USER_FIELD_NAMES[field], value, ...(before ? { beforeValue: before[field] ?? null } : {}) }];
   });
+}
+
+/**
+ * Who set the emails of the users `ids` (src/auth/owner-rights.ts): a first single sign-on links an
+ * owner or admin by an email only when it was set with owner rights or by that user.
+ */
+export interface EmailAuthorship {
+  ids: ReadonlySet<string>;
+  authorship: Authorship;
 }
 
 /** `active` and `expectedVersion` are not columns: the service suspends or refuses before the fields are written. */
@@ -93,13 +103,18 @@ export class UserWrites {
    * (`locked`: the rows as `lockForUpdate` read them); each user whose fields change is reported
    * as one change, naming each changed field with its value before and after.
    */
-  async apply(patches: readonly UserPatch[], fields: Iterable<string>, locked: ReadonlyMap<string, LockedUser>): Promise<UserRow[]> {
+  async apply(patches: readonly UserPatch[], fields: Iterable<string>, locked: ReadonlyMap<string, LockedUser>, emailSetBy?: EmailAuthorship): Promise<UserRow[]> {
     const stored = patches.map((patch) => ({ ...patch, name: patch.name?.trim(), email: patch.email?.trim() }));
+    const authored = (patch: UserPatch) => (emailSetBy?.ids.has(patch.id)
+      ? { emailSetByUserId: emailSetBy.authorship.userId, emailSetWithOwnerRights: emailSetBy.authorship.ownerRights }
+      : {});
     const statement = patchUpdateStatement({
       table: 'users',
       key: 'id',
       columns: USER_FIELD_COLUMNS,
-      patches: stored,
+      // Who set an email (src/auth/owner-rights.ts) is not one of the user's fields: it changes neither version nor updated_at.
+      bookkeeping: { emailSetByUserId: { column: 'email_set_by_user_id', type: 'varchar' }, emailSetWithOwnerRights: { column: 'email_set_with_owner_rights', type: 'boolean' } },
+      patches: stored.map((patch) => ({ ...patch, ...authored(patch) })),
       where: { sql: 'users.account_id = ? and users.deleted_at is null', params: [this.accountId] },
       touched: 'updated_at',
       returning: userSelectList(fields),

@@ -43,8 +43,9 @@ export async function startOidcIdentityProvider(clients: Array<{ clientId: strin
   };
 }
 
-export async function configureSso(database: Database, serverSecret: Buffer, input: ConfigureSsoInput) {
-  return new SsoService(database.em(), database.transactions, ssoSecretSealer(serverSecret)).configure(input);
+/** Configures the account's provider as the operator would (owner rights) unless `savedBy` says who. */
+export async function configureSso(database: Database, serverSecret: Buffer, input: Omit<ConfigureSsoInput, 'savedBy'> & Partial<Pick<ConfigureSsoInput, 'savedBy'>>) {
+  return new SsoService(database.em(), database.transactions, ssoSecretSealer(serverSecret)).configure({ savedBy: 'operator', ...input });
 }
 
 /** A mobile app of the account and the sign-in page a browser gets for it. */

@@ -41,8 +41,8 @@ export const seedCommand: CliCommand = {
       }
       const batch = await database.transactions.run(em, async (tx) => {
         const inserted = await tx.execute<{ id: string }[]>(
-          `insert into users (id, account_id, name, email, time_zone, color, role)
-           select id, ?, name, email, 'Etc/UTC', 'green', 'user' from unnest(array[?]::text[], array[?]::text[], array[?]::text[]) as t(id, name, email)
+          `insert into users (id, account_id, name, email, time_zone, color, role, email_set_with_owner_rights)
+           select id, ?, name, email, 'Etc/UTC', 'green', 'user', true from unnest(array[?]::text[], array[?]::text[], array[?]::text[]) as t(id, name, email)
            on conflict do nothing
            returning id`,
           [accountId, ids, names, emails],

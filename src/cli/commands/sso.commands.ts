@@ -41,6 +41,8 @@ export const configureSsoCommand: CliCommand = {
       samlMetadataXml: typeof metadata === 'string' ? await readMetadata(metadata) : undefined,
       requireSso: values['require-sso'] === true,
       jit: values.jit === true,
+      // The operator has owner rights: this configuration may sign in the owner and every admin.
+      savedBy: 'operator',
     });
     return { account_id: accountId, ...(await describe(service, accountId, io)) };
   },
@@ -61,6 +63,7 @@ async function describe(service: SsoService, accountId: string, io: CommandIo): 
       oidc_client_secret_stored: configuration.oidcClientSecretStored,
       saml_idp_entity_id: configuration.samlIdpEntityId,
       saml_sso_url: configuration.samlSsoUrl,
+      saved_with_owner_rights: configuration.savedWithOwnerRights,
     },
     service_provider: { oidc_redirect_uri: sp.oidcRedirectUri, saml_entity_id: sp.samlEntityId, saml_acs_url: sp.samlAssertionConsumerUrl, saml_metadata_url: sp.samlMetadataUrl },
   };
