@@ -157,6 +157,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     logger,
     limits: options.liveUpdates ?? DEFAULT_LIVE_LIMITS,
     queryLimits: { maxDepth: settings.graphqlMaxDepth, maxCost: settings.graphqlMaxCost },
+    trustedDocuments,
+    hideSchemaDetails: !settings.introspection,
   });
 
   app.disable('x-powered-by');

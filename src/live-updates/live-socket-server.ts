@@ -13,7 +13,8 @@ import { isDatabaseUnavailable } from '../db/database-errors.js';
 import type { NotificationListener } from '../db/notification-listener.js';
 import { InvalidInputError, RateLimitedError } from '../errors/domain-errors.js';
 import { createContext, requirePrincipal, type Context } from '../graphql/context.js';
-import { formatGraphQLError } from '../graphql/errors.js';
+import { formatGraphQLError, withoutSuggestions } from '../graphql/errors.js';
+import { trustedBody, UNTRUSTED_DOCUMENT, type TrustedDocuments } from '../app/trusted-documents.js';
 import { withLazyEntityManager, type LiveMessage } from '../graphql/live-session.js';
 import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from '../graphql/input-bounds.js';
 import { GRAPHQL_MAX_TOKENS, documentShapeProblem, queryLimitRules, type QueryLimits } from '../graphql/limits.js';
@@ -55,6 +56,10 @@ export interface LiveUpdatesOptions {
   logger: Logger;
   limits: LiveUpdateLimits;
   queryLimits: QueryLimits;
+  /** `GRAPHQL_TRUSTED_DOCUMENTS`: subscriptions, like POST /graphql, run only the manifest's operations. */
+  trustedDocuments?: TrustedDocuments;
+  /** Introspection is off: validation errors name nothing of the schema ("Did you mean ...?"), as on HTTP. */
+  hideSchemaDetails?: boolean;
 }
 
 export interface LiveUpdates {
@@ -299,6 +304,12 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
         return asGraphQLErrors(new InvalidInputError(`At most ${limits.maxSubscriptionsPerConnection} subscriptions per connection; complete one first.`));
       }
       if (!(await consume(connection.principal.rateLimitKey))) return asGraphQLErrors(new RateLimitedError(60));
+      if (options.trustedDocuments) {
+        // The same rule as POST /graphql, before anything parses the document; named by id or hash, the listed text is the document.
+        const listed = trustedBody(options.trustedDocuments, payload.query || undefined, payload.extensions);
+        if (listed === undefined) return asGraphQLErrors(new GraphQLError(UNTRUSTED_DOCUMENT, { extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }));
+        payload.query = listed;
+      }
       const shape = documentShapeProblem(payload.query);
       if (shape) return asGraphQLErrors(new InvalidInputError(shape));
       let document: DocumentNode;
@@ -308,7 +319,7 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
         return asGraphQLErrors(error as Error);
       }
       const invalid = validate(schema, document, validationRules);
-      if (invalid.length) return invalid;
+      if (invalid.length) return options.hideSchemaDetails ? withoutSuggestions(invalid) : invalid;
       const operation = getOperationAST(document, payload.operationName);
       if (!operation) return asGraphQLErrors(new InvalidInputError('Name the operation to run (operationName).'));
       if (operation.operation !== 'subscription') {
