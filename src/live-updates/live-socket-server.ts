@@ -308,7 +308,8 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
         // The same rule as POST /graphql, before anything parses the document; named by id or hash, the listed text is the document.
         const listed = trustedBody(options.trustedDocuments, payload.query || undefined, payload.extensions);
         if (listed === undefined) return asGraphQLErrors(new GraphQLError(UNTRUSTED_DOCUMENT, { extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }));
-        payload.query = listed;
+        // In place: the payload is what the subscription is grouped by and completed as (onComplete).
+        (payload as { query: string }).query = listed;
       }
       const shape = documentShapeProblem(payload.query);
       if (shape) return asGraphQLErrors(new InvalidInputError(shape));
