@@ -159,6 +159,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     queryLimits: { maxDepth: settings.graphqlMaxDepth, maxCost: settings.graphqlMaxCost },
     trustedDocuments,
     hideSchemaDetails: !settings.introspection,
+    // The upgrade request never passes Express: its address is read as Express reads every request's (`req.ip`, TRUST_PROXY).
+    clientAddressOf: (request) => (Object.assign(Object.create(app.request), { headers: request.headers, socket: request.socket }) as Request).ip,
   });
 
   app.disable('x-powered-by');

@@ -60,6 +60,11 @@ export interface LiveUpdatesOptions {
   trustedDocuments?: TrustedDocuments;
   /** Introspection is off: validation errors name nothing of the schema ("Did you mean ...?"), as on HTTP. */
   hideSchemaDetails?: boolean;
+  /**
+   * The client's address as HTTP requests have it (Express's `req.ip` under `TRUST_PROXY`), for the
+   * address budget and the audit trail; without it, the peer's address.
+   */
+  clientAddressOf?: (request: http.IncomingMessage) => string | undefined;
 }
 
 export interface LiveUpdates {
@@ -75,6 +80,8 @@ interface Extra {
   /** What the hub sends through and closes. */
   liveSocket: LiveConnectionSocket;
   request: http.IncomingMessage;
+  /** Derived once, at the upgrade: see `LiveUpdatesOptions.clientAddressOf`. */
+  clientAddress: string | undefined;
   connection?: LiveConnection;
   subscriptions: Set<string>;
   /** The root field of each subscription, the label of its sent events. */
@@ -193,6 +200,7 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
       runtime,
       transactions: database.transactions.onBehalfOf({ face: 'graphql', principal: connection.principal, requestId, remoteAddress, description: 'subscription' }),
       live: hub.session(connection),
+      clientAddress: remoteAddress,
     }), () => database.em());
     Object.defineProperty(context, 'authentication', { enumerable: true, get: (): Context['authentication'] => ({ status: 'authenticated', principal: connection.principal }) });
     return context;
@@ -275,8 +283,11 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
         return false;
       }
       if (authentication.status !== 'authenticated') {
-        // As over HTTP, a request without a valid credential draws on its client address's budget (guessing tokens costs the same here).
-        await consume(`address:${ctx.extra.request.socket.remoteAddress}`);
+        // As over HTTP, a request without a valid credential draws on its client address's budget (guessing tokens costs the same here), and past it is told so.
+        if (!(await consume(`address:${ctx.extra.clientAddress}`))) {
+          socket.close(CLOSE_TOO_MANY, 'Rate limit exceeded');
+          return false;
+        }
         socket.close(CLOSE_UNAUTHORIZED, authentication.status === 'anonymous' ? 'Unauthorized: connection_init must carry an authorization' : 'Unauthorized: the credential is unknown, revoked or expired');
         return false;
       }
@@ -334,7 +345,7 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
         if (error instanceof GraphQLError) return [error];
         throw error;
       }
-      const remoteAddress = ctx.extra.request.socket.remoteAddress;
+      const remoteAddress = ctx.extra.clientAddress;
       const contextValue = subscriptionContext(connection, `${connection.id}/${id}`, remoteAddress);
       subscriptions.add(id);
       const root = operation.selectionSet.selections[0];
@@ -427,6 +438,7 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
           },
         },
         request,
+        clientAddress: options.clientAddressOf ? options.clientAddressOf(request) : request.socket.remoteAddress,
         subscriptions: new Set(),
         fields: new Map(),
       },

@@ -3,6 +3,9 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import supertest from 'supertest';
+import WebSocket from 'ws';
+import { createRateLimiter } from '../auth/rate-limit.js';
 import { startHarness, type Harness } from '../../test/support/harness.js';
 import { authorizationOf, LiveTestClient, sleep } from '../../test/support/live-client.js';
 
@@ -67,5 +70,34 @@ describe('introspection off on the WebSocket', () => {
     } finally {
       socket.close();
     }
+  });
+});
+
+describe('the address budget on the WebSocket, behind one trusted proxy (TRUST_PROXY=1)', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ settings: { trustProxy: 1 }, rateLimiter: (logger) => createRateLimiter({ perMinute: 2, logger }) });
+    await listening(h);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  /** A connection_init with an unknown credential from the client the proxy names; answers the close code. */
+  async function guessFrom(address: string): Promise<number> {
+    const socket = new WebSocket(LiveTestClient.url(h.httpServer), 'graphql-transport-ws', { headers: { 'X-Forwarded-For': address } });
+    const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
+    socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: 'Bearer not-a-token-at-all' } }));
+    return closed;
+  }
+
+  test('failed connection_inits draw on the budget of the client the proxy names, the one its HTTP requests draw on; past it 4429', async () => {
+    expect(await guessFrom('198.51.100.7')).toBe(4401);
+    expect(await guessFrom('198.51.100.7')).toBe(4401);
+    expect(await guessFrom('198.51.100.7')).toBe(4429);
+    const http = (address: string) => supertest(h.app).get('/users').set({ Accept: 'application/vnd.pagerduty+json;version=2', 'X-Forwarded-For': address });
+    expect((await http('198.51.100.7')).status).toBe(429);
+    expect((await http('198.51.100.8')).status).toBe(401);
   });
 });
