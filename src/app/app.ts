@@ -157,6 +157,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     logger,
     limits: options.liveUpdates ?? DEFAULT_LIVE_LIMITS,
     queryLimits: { maxDepth: settings.graphqlMaxDepth, maxCost: settings.graphqlMaxCost },
+    trustedDocuments,
+    hideSchemaDetails: !settings.introspection,
+    // The upgrade request never passes Express: its address is read as Express reads every request's (`req.ip`, TRUST_PROXY).
+    clientAddressOf: (request) => (Object.assign(Object.create(app.request), { headers: request.headers, socket: request.socket }) as Request).ip,
   });
 
   app.disable('x-powered-by');

@@ -30,6 +30,15 @@ export interface InteractionFinisher {
   problem(res: Response, status: number, title: string, message: string): void;
 }
 
+/** What the account's users are offered besides the password form: the first method with an offer wins. */
+export async function firstOffer(methods: readonly SignInMethod[], accountId: string): Promise<{ method: SignInMethod; offer: SignInOffer } | undefined> {
+  for (const method of methods) {
+    const offer = await method.offerFor(accountId);
+    if (offer) return { method, offer };
+  }
+  return undefined;
+}
+
 /**
  * Another way to sign in during an authorization server interaction (single sign-on). A feature
  * contributes one through `Feature.signInMethod`; the authorization server asks it what to offer,

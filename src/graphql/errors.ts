@@ -9,6 +9,16 @@ import { withAllowedValues } from './closed-set-enum.js';
 /** An input error's message as the client sees it: bounded, and naming a closed set's values when one was missed. */
 const inputMessage = (message: string) => withAllowedValues(message, boundedMessage(message));
 
+/**
+ * Validation errors without graphql-js' "Did you mean ...?" hints, which name fields and types one
+ * by one: with introspection off, no transport may tell the schema (Apollo's plugin does this on
+ * HTTP, `hideSchemaDetailsFromClientErrors`; the WebSocket calls this).
+ */
+export function withoutSuggestions(errors: readonly GraphQLError[]): GraphQLError[] {
+  for (const error of errors) error.message = error.message.replace(/ ?Did you mean(.+?)\?$/, '');
+  return [...errors];
+}
+
 export interface ClassifiedError {
   kind: ErrorKind;
   message: string;

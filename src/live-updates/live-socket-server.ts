@@ -13,7 +13,8 @@ import { isDatabaseUnavailable } from '../db/database-errors.js';
 import type { NotificationListener } from '../db/notification-listener.js';
 import { InvalidInputError, RateLimitedError } from '../errors/domain-errors.js';
 import { createContext, requirePrincipal, type Context } from '../graphql/context.js';
-import { formatGraphQLError } from '../graphql/errors.js';
+import { formatGraphQLError, withoutSuggestions } from '../graphql/errors.js';
+import { trustedBody, UNTRUSTED_DOCUMENT, type TrustedDocuments } from '../app/trusted-documents.js';
 import { withLazyEntityManager, type LiveMessage } from '../graphql/live-session.js';
 import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from '../graphql/input-bounds.js';
 import { GRAPHQL_MAX_TOKENS, documentShapeProblem, queryLimitRules, type QueryLimits } from '../graphql/limits.js';
@@ -55,6 +56,15 @@ export interface LiveUpdatesOptions {
   logger: Logger;
   limits: LiveUpdateLimits;
   queryLimits: QueryLimits;
+  /** `GRAPHQL_TRUSTED_DOCUMENTS`: subscriptions, like POST /graphql, run only the manifest's operations. */
+  trustedDocuments?: TrustedDocuments;
+  /** Introspection is off: validation errors name nothing of the schema ("Did you mean ...?"), as on HTTP. */
+  hideSchemaDetails?: boolean;
+  /**
+   * The client's address as HTTP requests have it (Express's `req.ip` under `TRUST_PROXY`), for the
+   * address budget and the audit trail; without it, the peer's address.
+   */
+  clientAddressOf?: (request: http.IncomingMessage) => string | undefined;
 }
 
 export interface LiveUpdates {
@@ -70,6 +80,8 @@ interface Extra {
   /** What the hub sends through and closes. */
   liveSocket: LiveConnectionSocket;
   request: http.IncomingMessage;
+  /** Derived once, at the upgrade: see `LiveUpdatesOptions.clientAddressOf`. */
+  clientAddress: string | undefined;
   connection?: LiveConnection;
   subscriptions: Set<string>;
   /** The root field of each subscription, the label of its sent events. */
@@ -188,6 +200,7 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
       runtime,
       transactions: database.transactions.onBehalfOf({ face: 'graphql', principal: connection.principal, requestId, remoteAddress, description: 'subscription' }),
       live: hub.session(connection),
+      clientAddress: remoteAddress,
     }), () => database.em());
     Object.defineProperty(context, 'authentication', { enumerable: true, get: (): Context['authentication'] => ({ status: 'authenticated', principal: connection.principal }) });
     return context;
@@ -270,8 +283,11 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
         return false;
       }
       if (authentication.status !== 'authenticated') {
-        // As over HTTP, a request without a valid credential draws on its client address's budget (guessing tokens costs the same here).
-        await consume(`address:${ctx.extra.request.socket.remoteAddress}`);
+        // As over HTTP, a request without a valid credential draws on its client address's budget (guessing tokens costs the same here), and past it is told so.
+        if (!(await consume(`address:${ctx.extra.clientAddress}`))) {
+          socket.close(CLOSE_TOO_MANY, 'Rate limit exceeded');
+          return false;
+        }
         socket.close(CLOSE_UNAUTHORIZED, authentication.status === 'anonymous' ? 'Unauthorized: connection_init must carry an authorization' : 'Unauthorized: the credential is unknown, revoked or expired');
         return false;
       }
@@ -299,6 +315,13 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
         return asGraphQLErrors(new InvalidInputError(`At most ${limits.maxSubscriptionsPerConnection} subscriptions per connection; complete one first.`));
       }
       if (!(await consume(connection.principal.rateLimitKey))) return asGraphQLErrors(new RateLimitedError(60));
+      if (options.trustedDocuments) {
+        // The same rule as POST /graphql, before anything parses the document; named by id or hash, the listed text is the document.
+        const listed = trustedBody(options.trustedDocuments, payload.query || undefined, payload.extensions);
+        if (listed === undefined) return asGraphQLErrors(new GraphQLError(UNTRUSTED_DOCUMENT, { extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }));
+        // In place: the payload is what the subscription is grouped by and completed as (onComplete).
+        (payload as { query: string }).query = listed;
+      }
       const shape = documentShapeProblem(payload.query);
       if (shape) return asGraphQLErrors(new InvalidInputError(shape));
       let document: DocumentNode;
@@ -308,7 +331,7 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
         return asGraphQLErrors(error as Error);
       }
       const invalid = validate(schema, document, validationRules);
-      if (invalid.length) return invalid;
+      if (invalid.length) return options.hideSchemaDetails ? withoutSuggestions(invalid) : invalid;
       const operation = getOperationAST(document, payload.operationName);
       if (!operation) return asGraphQLErrors(new InvalidInputError('Name the operation to run (operationName).'));
       if (operation.operation !== 'subscription') {
@@ -322,7 +345,7 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
         if (error instanceof GraphQLError) return [error];
         throw error;
       }
-      const remoteAddress = ctx.extra.request.socket.remoteAddress;
+      const remoteAddress = ctx.extra.clientAddress;
       const contextValue = subscriptionContext(connection, `${connection.id}/${id}`, remoteAddress);
       subscriptions.add(id);
       const root = operation.selectionSet.selections[0];
@@ -415,6 +438,7 @@ export async function startLiveUpdates(options: LiveUpdatesOptions): Promise<Liv
           },
         },
         request,
+        clientAddress: options.clientAddressOf ? options.clientAddressOf(request) : request.socket.remoteAddress,
         subscriptions: new Set(),
         fields: new Map(),
       },

@@ -88,6 +88,20 @@ export async function purgeEndedSignInSessions(em: EntityManager, batch: number)
   );
 }
 
+/**
+ * How the authorization server's session with this uid was signed in, and its user's account. No
+ * method for a session signed in before sessions recorded how (which could have been a password).
+ */
+export async function signInSessionOrigin(em: EntityManager, session: { uid: string; userId: string }): Promise<{ accountId: string; method?: SignInMethodKind } | undefined> {
+  const [row] = await em.execute<{ account_id: string; method: SignInMethodKind | null }[]>(
+    `select u.account_id, s.method from users u
+       left join sign_in_sessions s on s.session_uid_digest = ? and s.user_id = u.id
+      where u.id = ?`,
+    [digestSecret(session.uid), session.userId],
+  );
+  return row && { accountId: row.account_id, ...(row.method ? { method: row.method } : {}) };
+}
+
 interface SessionRow {
   id: string;
   method: SignInMethodKind;

@@ -95,6 +95,16 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
+      if (this.model === 'AccessToken' || this.model === 'ClientCredentials') {
+        // The library drops every other token of a grant whose token was revoked (RFC 7009), the
+        // grant staying: ending access too, so the sockets that presented them are re-checked after
+        // this commit, not only after the revoked token's own (which they may have passed).
+        await database.transactions.onBehalfOf({ face: 'oauth', description: 'OAuth tokens of a grant revoked with one of them' }).run(database.em(), async (tx) => {
+          const dropped = await tx.execute<{ grant_id: string }[]>('delete from oauth_server_records where model = ? and grant_id = ? returning grant_id', [this.model, grantId]);
+          if (dropped.length) await recordTokenRevoked(tx, grantId);
+        }, 'oauthServer.revokeGrantTokens');
+        return;
+      }
       await database.em().execute('delete from oauth_server_records where model = ? and grant_id = ?', [this.model, grantId]);
     }
 

@@ -16,8 +16,9 @@ const DISCOVERY_PATHS = new Set(['/.well-known/openid-configuration', '/.well-kn
  */
 function mountAuthorizationServer(router: Router, deps: HttpRouteDeps): void {
   let building: Promise<Provider> | undefined;
+  const signInMethods = deps.runtime.signInMethods.map((build) => build(deps));
   const provider = () => {
-    building ??= createProvider({ database: deps.database, serverSecret: deps.runtime.serverSecret, logger: deps.logger, settings: { issuer: deps.runtime.urls.api, trustProxy: deps.runtime.trustProxy } })
+    building ??= createProvider({ database: deps.database, serverSecret: deps.runtime.serverSecret, logger: deps.logger, settings: { issuer: deps.runtime.urls.api, trustProxy: deps.runtime.trustProxy }, signInMethods })
       .catch((error: unknown) => {
         building = undefined;
         throw error;
@@ -28,7 +29,6 @@ function mountAuthorizationServer(router: Router, deps: HttpRouteDeps): void {
 
   // Every sign-in step is unauthenticated and some write rows: each client address has a budget.
   router.use([OAUTH_PREFIX, ...DISCOVERY_PATHS], deps.limitPerAddress);
-  const signInMethods = deps.runtime.signInMethods.map((build) => build(deps));
   interactionRoutes(router, { database: deps.database, serverSecret: deps.runtime.serverSecret, logger: deps.logger, provider, signInMethods });
   const answer = async (req: Request, res: Response, next: NextFunction) => {
     try {

@@ -15,6 +15,7 @@ interface FlowTokenRow {
   expires_at: Date | string;
   user_name: string | null;
   app_name: string | null;
+  app_scope: string;
 }
 
 /**
@@ -22,7 +23,8 @@ interface FlowTokenRow {
  * refresh, client credentials): one indexed query by the token's digest, joined to the grant's
  * delegation (which must be issued and unexpired) and, for a user's grant, the live user's current
  * role, and to its app, which must not be disabled. Nothing is cached: revoking the delegation or
- * disabling the app refuses the token on the next request, anywhere.
+ * disabling the app refuses the token on the next request, anywhere. A token acts with the scopes
+ * it was issued that its app still holds: narrowing the app's scopes narrows its live tokens too.
  */
 export const flowTokenCredentials: CredentialResolver = {
   scheme: 'bearer',
@@ -30,7 +32,7 @@ export const flowTokenCredentials: CredentialResolver = {
     const at = now.toISOString();
     const [row] = await readPath(em).rows<FlowTokenRow>(
       `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, d.delegation_type, u.role, least(r.expires_at, d.expires_at) as expires_at,
-              u.name as user_name, a.name as app_name
+              u.name as user_name, a.name as app_name, a.scope as app_scope
          from oauth_server_records r
          join oauth_delegations d on d.grant_id = r.grant_id and d.status = 'issued' and d.expires_at > ?
          join oauth_apps a on a.client_id = d.client_id and a.disabled_at is null
@@ -40,7 +42,8 @@ export const flowTokenCredentials: CredentialResolver = {
       { prepared: true },
     );
     if (!row) return undefined;
-    const scopes = new Set((row.scope ?? '').split(/\s+/).filter(Boolean));
+    const held = new Set(row.app_scope.split(/\s+/));
+    const scopes = new Set((row.scope ?? '').split(/\s+/).filter((scope) => scope && held.has(scope)));
     if (row.model === 'ClientCredentials') {
       if (row.user_id !== null) return undefined;
       const principal: OAuthAppPrincipal = {

@@ -1,5 +1,7 @@
 import Provider, { errors, interactionPolicy, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { SIGN_IN_SESSION_COOKIE } from '../auth/browser-session.js';
+import { firstOffer, type SignInMethod } from '../auth/sign-in-method.js';
+import { signInSessionOrigin } from '../oauth-delegations/sign-in-sessions.js';
 import { deriveKey } from '../auth/server-secret.js';
 import { safeEqual } from '../auth/secrets.js';
 import { SCOPES } from '../auth/scopes.js';
@@ -11,6 +13,7 @@ import { findApp, previousClientSecret } from './apps.service.js';
 import { Sealer } from './sealing.js';
 import { loadSigningKeys } from './signing-keys.js';
 import { problemPage } from './pages.js';
+import { signInMadeBy } from './sign-in-result.js';
 
 /** Every endpoint of the authorization server lives under this prefix (discovery under /.well-known). */
 export const OAUTH_PREFIX = '/oauth';
@@ -75,15 +78,28 @@ interface UserRow {
 }
 
 /**
- * The library's prompts, plus one check: a session whose user may no longer sign in (suspended,
+ * The library's prompts, plus two checks. A session whose user may no longer sign in (suspended,
  * deleted: `findAccount` finds nobody) asks for a sign-in, as no session would. Sessions are ended
  * with their user's access (`endUserAccess`); this covers one that outlived it (made before that
  * rule, or a user changed in the database by hand), which otherwise failed at the consent step.
+ * And a session a password made (or one that did not record how) asks for a sign-in once the
+ * user's account accepts no passwords (single sign-on required, SPEC section 16): it is the
+ * password's word, which no longer lets anyone in.
  */
-function signInPolicy() {
+function signInPolicy(database: Database, signInMethods: readonly SignInMethod[]) {
   const policy = interactionPolicy.base();
   policy.get('login')!.checks.add(new interactionPolicy.Check('account_gone', 'the signed-in user can no longer sign in', (ctx) =>
     (ctx.oidc.session?.accountId && !ctx.oidc.account ? interactionPolicy.Check.REQUEST_PROMPT : interactionPolicy.Check.NO_NEED_TO_PROMPT)));
+  policy.get('login')!.checks.add(new interactionPolicy.Check('password_refused', 'the account no longer accepts the password this session signed in with', async (ctx) => {
+    const { session } = ctx.oidc;
+    if (!session?.accountId || !session.uid || signInMethods.length === 0) return interactionPolicy.Check.NO_NEED_TO_PROMPT;
+    const origin = await signInSessionOrigin(database.em(), { uid: session.uid, userId: session.accountId });
+    // A sign-in finished in this very flow is saved only at the end of this request: its result says how it was made.
+    const method = signInMadeBy(ctx.oidc.result)?.method ?? origin?.method;
+    if (!origin || method === 'single_sign_on') return interactionPolicy.Check.NO_NEED_TO_PROMPT;
+    const chosen = await firstOffer(signInMethods, origin.accountId);
+    return chosen && !chosen.offer.passwordAllowed ? interactionPolicy.Check.REQUEST_PROMPT : interactionPolicy.Check.NO_NEED_TO_PROMPT;
+  }));
   return policy;
 }
 
@@ -93,7 +109,7 @@ function signInPolicy() {
  * reused one revokes the grant), client credentials for integrations, revocation, introspection.
  * Access tokens are opaque and for one resource, the API, with the product's scopes.
  */
-export async function createProvider(options: { database: Database; serverSecret: Buffer; logger: Logger; settings: OAuthServerSettings }): Promise<Provider> {
+export async function createProvider(options: { database: Database; serverSecret: Buffer; logger: Logger; settings: OAuthServerSettings; signInMethods?: readonly SignInMethod[] }): Promise<Provider> {
   const { database, serverSecret, logger, settings } = options;
   const lifetimes = LIFETIMES;
   const sealers = sealersFor(serverSecret);
@@ -112,7 +128,7 @@ export async function createProvider(options: { database: Database; serverSecret
       names: { session: SIGN_IN_SESSION_COOKIE, interaction: 'oauth_interaction', resume: 'oauth_interaction_resume' },
     },
     routes: OAUTH_ROUTES,
-    interactions: { url: (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}`, policy: signInPolicy() },
+    interactions: { url: (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}`, policy: signInPolicy(database, options.signInMethods ?? []) },
     claims: { openid: ['sub'], profile: ['name', 'email', 'zoneinfo'] },
     scopes: ['openid', 'offline_access', 'profile'],
     pkce: { required: () => true },

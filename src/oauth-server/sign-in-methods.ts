@@ -1,6 +1,6 @@
 import type { RequestHandler, Request, Response, Router } from 'express';
 import type Provider from 'oidc-provider';
-import type { InteractionFinisher, SignInMethod, SignInOffer } from '../auth/sign-in-method.js';
+import { firstOffer, type InteractionFinisher, type SignInMethod, type SignInOffer } from '../auth/sign-in-method.js';
 import type { Database } from '../db/database.js';
 import { USER_FIELD_LIMITS } from '../users/user.validation.js';
 import { findApp } from './apps.service.js';
@@ -30,13 +30,7 @@ export function alternativeSignIn(methods: readonly SignInMethod[], deps: {
   database: Database;
   provider(): Promise<Provider>;
 }) {
-  async function chosen(accountId: string): Promise<{ method: SignInMethod; offer: SignInOffer } | undefined> {
-    for (const method of methods) {
-      const offer = await method.offerFor(accountId);
-      if (offer) return { method, offer };
-    }
-    return undefined;
-  }
+  const chosen = (accountId: string) => firstOffer(methods, accountId);
 
   const finisher: InteractionFinisher = {
     async signedIn(interactionUid, accountId, userId, identityProvider) {
