@@ -84,7 +84,8 @@ interface UserRow {
  * rule, or a user changed in the database by hand), which otherwise failed at the consent step.
  * And a session a password made (or one that did not record how) asks for a sign-in once the
  * user's account accepts no passwords (single sign-on required, SPEC section 16): it is the
- * password's word, which no longer lets anyone in.
+ * password's word, which no longer lets anyone in, unless the user is an owner or admin the
+ * required method may not sign in (their password still does).
  */
 function signInPolicy(database: Database, signInMethods: readonly SignInMethod[]) {
   const policy = interactionPolicy.base();
@@ -98,7 +99,9 @@ function signInPolicy(database: Database, signInMethods: readonly SignInMethod[]
     const method = signInMadeBy(ctx.oidc.result)?.method ?? origin?.method;
     if (!origin || method === 'single_sign_on') return interactionPolicy.Check.NO_NEED_TO_PROMPT;
     const chosen = await firstOffer(signInMethods, origin.accountId);
-    return chosen && !chosen.offer.passwordAllowed ? interactionPolicy.Check.REQUEST_PROMPT : interactionPolicy.Check.NO_NEED_TO_PROMPT;
+    if (!chosen || chosen.offer.passwordAllowed) return interactionPolicy.Check.NO_NEED_TO_PROMPT;
+    // An owner or admin the required method may not sign in keeps their password (SPEC section 17): their session stands.
+    return (await chosen.method.acceptsPasswordOf?.(origin.accountId, session.accountId)) ? interactionPolicy.Check.NO_NEED_TO_PROMPT : interactionPolicy.Check.REQUEST_PROMPT;
   }));
   return policy;
 }
