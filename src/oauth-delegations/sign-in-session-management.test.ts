@@ -5,7 +5,7 @@ import { Account } from '../accounts/account.entity.js';
 import { User } from '../users/user.entity.js';
 import { AccountsService } from '../accounts/accounts.service.js';
 import { digestSecret } from '../auth/secrets.js';
-import { CookieJar, PASSWORD, authorizeAgain, type browse, discover, newMember, registerApp, signIn, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
+import { CookieJar, PASSWORD, authorizeAgain, browse, discover, newMember, registerApp, signIn, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
 
 /** SPEC section 17: a user's sign-in sessions can be seen (`User.signInSessions`) and ended (`revokeSignInSessions`). */
 const fixture = useOAuthServers(1);
@@ -46,7 +46,7 @@ async function browserOf(member: Member, scope = SESSION_SCOPES) {
   const jar = new CookieJar();
   const { tokens } = await signIn({ config, baseUrl: base(), redirectUri: WEB_REDIRECT, scope, email: member.email, password: PASSWORD, jar });
   const authorize = () => authorizeAgain(jar, config, WEB_REDIRECT);
-  return { jar, bearer: `Bearer ${tokens.access_token}`, authorize };
+  return { jar, config, bearer: `Bearer ${tokens.access_token}`, authorize };
 }
 
 async function userKey(member: { accountId: string }, userId: string): Promise<string> {
@@ -159,6 +159,21 @@ describe('revokeSignInSessions', () => {
     const body = typeof record!.body === 'string' ? JSON.parse(record!.body) : record!.body;
     expect(JSON.stringify(body)).toContain(firstId);
     expect(JSON.stringify(body)).toContain('sign_in_sessions');
+  });
+
+  test('a code the ended session issued and nobody redeemed yet is refused', async () => {
+    const member = await newMember(fixture.database);
+    const browser = await browserOf(member);
+    const verifier = client.randomPKCECodeVerifier();
+    const state = client.randomState();
+    const issued = await browse(browser.jar, client.buildAuthorizationUrl(browser.config, {
+      redirect_uri: WEB_REDIRECT, scope: 'openid users.read', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state,
+    }), WEB_REDIRECT);
+    expect(issued.kind).toBe('callback');
+
+    const revoked = await call(`Token token=${member.ownerKey}`, REVOKE, { input: { userId: member.userId } });
+    expect(revoked).toEqual({ data: { revokeSignInSessions: { revokedCount: 1 } } });
+    await expect(client.authorizationCodeGrant(browser.config, issued.url, { pkceCodeVerifier: verifier, expectedState: state })).rejects.toMatchObject({ error: 'invalid_grant' });
   });
 
   test('allButCurrent keeps the asking browser\'s session; without ids, every session ends', async () => {

@@ -165,8 +165,8 @@ export class SignInSessionsService {
 
   /**
    * Ends the named sessions of the user, or all of them (`allButCurrent` keeps the caller's own):
-   * that browser's next `GET /oauth/authorize` shows the sign-in page. Tokens live with their
-   * delegations, which stay. One audit record, marked `revokesAccess`. Answers how many ended.
+   * that browser's next `GET /oauth/authorize` shows the sign-in page, and the codes they issued
+   * that nobody redeemed yet are refused. Tokens live with their delegations, which stay. One audit record, marked `revokesAccess`. Answers how many ended.
    */
   async revoke(request: RevokeSignInSessionsRequest): Promise<number> {
     policy.assertSelfOrUserManager(this.principal, request.userId);
@@ -201,6 +201,12 @@ export class SignInSessionsService {
       const placeholders = sessionUidDigests.map(() => '?').join(', ');
       const ended = await em.execute<{ affectedRows?: number }>(
         `delete from oauth_server_records where model = 'Session' and user_id = ? and uid_digest in (${placeholders})`,
+        [request.userId, ...sessionUidDigests],
+        'run',
+      );
+      // The codes those sessions issued and nobody redeemed yet (the adapter keeps a code's session uid): a session ended issues nothing more.
+      await em.execute(
+        `delete from oauth_server_records where model = 'AuthorizationCode' and user_id = ? and uid_digest in (${placeholders})`,
         [request.userId, ...sessionUidDigests],
         'run',
       );

@@ -39,7 +39,8 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
           grantId,
           // Not secret, and what the API's credential resolver needs without unsealing anything.
           typeof payload.scope === 'string' ? payload.scope : null,
-          payload.uid ? digestSecret(payload.uid) : null,
+          // A code carries the uid of the session that issued it, so ending that session ends its codes too (`revokeSignInSessions`).
+          payload.uid ? digestSecret(payload.uid) : this.model === 'AuthorizationCode' && typeof payload.sessionUid === 'string' ? digestSecret(payload.sessionUid) : null,
           payload.userCode ? digestSecret(payload.userCode) : null,
           expiresAt,
           // Not secret: lets "sign this user out everywhere" find the user's sessions (`endUserAccess`, src/oauth-delegations/user-access.ts).
