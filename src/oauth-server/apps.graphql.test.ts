@@ -8,7 +8,7 @@ import type { UserRole } from '../auth/roles.js';
 import { User } from '../users/user.entity.js';
 import { disableAppCommand, enableAppCommand, rotateAppSecretCommand } from '../cli/commands/oauth-server.commands.js';
 import { LiveTestClient, sleep } from '../../test/support/live-client.js';
-import { PASSWORD, api, discover, givePassword, graphqlCall, newMember, registerApp, signIn, useOAuthServers, type Member, oauthError } from '../../test/support/oauth-server.js';
+import { CookieJar, PASSWORD, api, browse, discover, formOf, givePassword, graphqlCall, newMember, registerApp, signIn, useOAuthServers, type Member, oauthError } from '../../test/support/oauth-server.js';
 
 const fixture = useOAuthServers();
 const WEB_REDIRECT = 'https://web.example.com/callback';
@@ -253,6 +253,25 @@ describe('updateOAuthApp', () => {
     expect((await api(first(), 'GET', '/users', bearer)).status).toBe(401);
     await enableAppCommand.run(fixture.database, { 'client-id': app.clientId }, io());
     expect((await api(first(), 'GET', '/users', bearer)).status).toBe(200);
+  });
+
+  test('a sign-in page left open while its app is disabled approves nothing', async () => {
+    const m = await newMember(fixture.database);
+    const { app, clientSecret } = await registerApp(fixture.database, fixture.serverSecret, { accountId: m.accountId, kind: 'web', redirectUris: [WEB_REDIRECT], scopes: 'users.read' });
+    const config = await discover(first().url, app.clientId, client.ClientSecretBasic(clientSecret!));
+    const jar = new CookieJar();
+    const page = await browse(jar, client.buildAuthorizationUrl(config, {
+      redirect_uri: WEB_REDIRECT, scope: 'users.read', code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()), code_challenge_method: 'S256', state: client.randomState(),
+    }), WEB_REDIRECT);
+    expect(page.kind).toBe('page');
+    const { action, csrf } = formOf(page.kind === 'page' ? page.html : '');
+
+    expect((await graphqlCall(first(), `Token token=${m.ownerKey}`, UPDATE, { input: { clientId: app.clientId, disabled: true } })).errors).toBeUndefined();
+    const submitted = await browse(jar, new URL(action, first().url), WEB_REDIRECT, { method: 'POST', form: { csrf, email: m.email, password: PASSWORD } });
+    expect(submitted).toMatchObject({ kind: 'page', status: 403 });
+    if (submitted.kind === 'page') expect(submitted.html).toContain('App disabled');
+    const [delegations] = await fixture.database.em().execute<{ count: string }[]>('select count(*) as count from oauth_delegations where client_id = ?', [app.clientId]);
+    expect(Number(delegations!.count)).toBe(0);
   });
 
   test('name, redirect URIs and scopes change under the registration rules; bad input changes nothing; rights', async () => {

@@ -93,6 +93,8 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
         const interaction = await provider.interactionDetails(req, res);
         const app = await findApp(deps.database.em(), String(interaction.params.client_id ?? ''));
         if (!app) return sendPage(res, 400, problemPage('Unknown app', 'The app that sent you here is no longer registered.'));
+        // Disabled while its sign-in page was open: nothing is approved for it (its flows fail, as every other of its requests).
+        if (app.disabledAt !== null) return sendPage(res, 403, problemPage('App disabled', 'The app that sent you here has been disabled by your administrator.'));
         await handler(req, res, provider, interaction, app);
       } catch (error) {
         if (error instanceof errors.SessionNotFound || error instanceof errors.InvalidRequest) {
