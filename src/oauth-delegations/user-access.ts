@@ -60,6 +60,32 @@ export async function endUserAccess(
 }
 
 /**
+ * Ends the account's sign-in sessions a single sign-on made (with the codes they issued and nobody
+ * redeemed), when the provider that vouched for them is removed or replaced: that browser's next
+ * `GET /oauth/authorize` shows the sign-in page. Sessions a password made, and the delegations
+ * (tokens) issued from any session, stay. Answers how many ended; the caller's record says so.
+ */
+export async function endSingleSignOnSessions(em: EntityManager, accountId: string): Promise<number> {
+  const sessions = await em.execute<{ user_id: string; session_uid_digest: string }[]>(
+    `select s.user_id, s.session_uid_digest from sign_in_sessions s join users u on u.id = s.user_id
+      where u.account_id = ? and s.method = 'single_sign_on'`,
+    [accountId],
+  );
+  if (sessions.length === 0) return 0;
+  const digests = sessions.map((session) => session.session_uid_digest);
+  const placeholders = digests.map(() => '?').join(', ');
+  const inAccount = 'user_id in (select id from users where account_id = ?)';
+  const ended = await em.execute<{ affectedRows?: number }>(
+    `delete from oauth_server_records where model = 'Session' and uid_digest in (${placeholders}) and ${inAccount}`,
+    [...digests, accountId],
+    'run',
+  );
+  await em.execute(`delete from oauth_server_records where model = 'AuthorizationCode' and uid_digest in (${placeholders}) and ${inAccount}`, [...digests, accountId], 'run');
+  await em.execute(`delete from sign_in_sessions where session_uid_digest in (${placeholders})`, digests, 'run');
+  return ended.affectedRows ?? 0;
+}
+
+/**
  * The authorization server's memory of the user's browsers (`oauth_server_records` rows of model
  * Session, with the interactions and codes in flight), found by the user column its adapter keeps.
  */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
-import { CookieJar, PASSWORD, api, browse, graphqlCall, newMember, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
+import { CookieJar, PASSWORD, api, authorizeAgain, browse, givePassword, graphqlCall, newMember, useOAuthServers, type BrowseResult, type Member } from '../../test/support/oauth-server.js';
 import { AccountsService } from '../accounts/accounts.service.js';
 import { Account } from '../accounts/account.entity.js';
 import { User } from '../users/user.entity.js';
@@ -68,6 +68,47 @@ describe('OIDC sign-in through the company identity provider', () => {
     // Revocation refuses the token at once, as for any delegation.
     expect((await api(fixture.instances[0]!, 'DELETE', `/oauth_delegations?user_id=${member.userId}&type=mobile`, `Token token=${member.ownerKey}`)).status).toBe(200);
     expect((await api(fixture.instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`)).status).toBe(401);
+  });
+
+  test('replacing or removing the provider ends the sessions it made; a password-made session stays', async () => {
+    const replaced = await ssoAccount();
+    const removed = await ssoAccount();
+    const signedIn = async (member: Member) => {
+      const start = await toCallback(member, member.email);
+      expect((await finish(start)).kind).toBe('callback');
+      return () => authorizeAgain(start.jar, start.config, APP_REDIRECT);
+    };
+    const passwordField = async (again: () => Promise<BrowseResult>) => {
+      const page = await again();
+      return page.kind === 'page' && page.html.includes('name="password"');
+    };
+    // (A password set ends the user's sessions: set before any of them.)
+    await givePassword(fixture.database, removed.userId, PASSWORD);
+    const replacedAgain = await signedIn(replaced);
+    const removedAgain = await signedIn(removed);
+    // Signed in: the browser is not asked again.
+    expect(await passwordField(replacedAgain)).toBe(false);
+    expect(await passwordField(removedAgain)).toBe(false);
+    // Another browser of the same user signs in with a password.
+    const byPassword = await openSignIn(fixture.database, fixture.serverSecret, base(), removed.accountId);
+    const passwordForm = byPassword.page.html.split('<form').find((form) => form.includes('name="password"'))!;
+    const { action, csrf } = formOf(`<form${passwordForm}`);
+    expect((await browse(byPassword.jar, new URL(action, base()), APP_REDIRECT, { method: 'POST', form: { csrf, email: removed.email, password: PASSWORD } })).kind).toBe('callback');
+    const passwordAgain = () => authorizeAgain(byPassword.jar, byPassword.config, APP_REDIRECT);
+    expect(await passwordField(passwordAgain)).toBe(false);
+
+    // The same provider saved again (another display name) changes nothing; another client registration is another provider.
+    await configureSso(fixture.database, fixture.serverSecret, { accountId: replaced.accountId, displayName: 'Okta again', oidc: { issuer: idp.issuer, ...CLIENT_A }, requireSso: false, jit: false });
+    expect(await passwordField(replacedAgain)).toBe(false);
+    await configureSso(fixture.database, fixture.serverSecret, { accountId: replaced.accountId, displayName: 'Okta', oidc: { issuer: idp.issuer, ...CLIENT_B }, requireSso: false, jit: false });
+    expect(await passwordField(replacedAgain)).toBe(true);
+
+    expect(await disableSsoCommand.run(fixture.database, { account: removed.accountId, json: true }, { info: () => {}, serverSecret: () => fixture.serverSecret })).toEqual({ account_id: removed.accountId, disabled: true });
+    expect(await passwordField(removedAgain)).toBe(true);
+    expect(await passwordField(passwordAgain)).toBe(false);
+    const [record] = await fixture.database.em().execute<{ body: unknown }[]>(
+      `select body from audit_records_full where account_id = ? and root_resource_type = 'sso_configuration' and action = 'delete'`, [removed.accountId]);
+    expect(JSON.stringify(record!.body)).toContain('sign_in_sessions_ended');
   });
 
   test('a provider link begun in one browser and finished in another signs nobody in (the attacker resuming gets no code)', async () => {

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { authorshipOf, type Writer } from '../auth/owner-rights.js';
 import { recordChange } from '../db/change-journal.js';
+import { endSingleSignOnSessions } from '../oauth-delegations/user-access.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { Sealer } from '../oauth-server/sealing.js';
@@ -72,6 +73,11 @@ function httpUrl(value: string, what: string): string {
   return url.href.replace(/\/$/, '');
 }
 
+/** What identifies the provider that vouches for a sign-in: its protocol, issuer or entity id, client id and signing certificates. */
+function providerIdentity(configuration: SsoConfiguration): string {
+  return JSON.stringify([configuration.protocol, configuration.oidcIssuer, configuration.oidcClientId, configuration.samlIdpEntityId, configuration.samlIdpCertificates]);
+}
+
 /** Configures, shows and removes an account's identity provider. */
 export class SsoService {
   constructor(
@@ -100,6 +106,7 @@ export class SsoService {
       if (!account) throw new NotFoundError('account');
       const saved = authorshipOf(input.savedBy);
       const existing = await tx.findOne(SsoConfiguration, { accountId: input.accountId });
+      const providerBefore = existing && providerIdentity(existing);
       const configuration = existing ?? tx.create(SsoConfiguration, { accountId: input.accountId, protocol: oidc ? 'oidc' : 'saml', displayName });
       Object.assign(configuration, {
         protocol: oidc ? 'oidc' : 'saml',
@@ -117,6 +124,8 @@ export class SsoService {
         updatedAt: new Date(),
       } satisfies Partial<SsoConfiguration>);
       await tx.persist(configuration).flush();
+      // Another provider (or another key of its) no longer vouches for the sessions the old one made.
+      const endedSessions = providerBefore !== null && providerBefore !== providerIdentity(configuration) ? await endSingleSignOnSessions(tx, input.accountId) : 0;
       // Who may sign in, and how, changed: recorded like any access change (never the secret, only that one is stored).
       recordChange(tx, {
         accountId: input.accountId,
@@ -129,6 +138,7 @@ export class SsoService {
           { name: 'jit', value: input.jit },
           { name: 'client_secret_stored', value: Boolean(oidc?.secret) },
           { name: 'saved_with_owner_rights', value: saved.ownerRights },
+          ...(endedSessions > 0 ? [{ name: 'sign_in_sessions_ended', value: endedSessions }] : []),
         ],
       });
       return configuration;
@@ -160,7 +170,15 @@ export class SsoService {
     return this.transactions.run(this.em, async (tx) => {
       const removed = await tx.nativeDelete(SsoConfiguration, { accountId });
       await tx.execute('delete from sso_round_trips where account_id = ?', [accountId]);
-      if (removed > 0) recordChange(tx, { accountId, action: 'delete', resource: { type: 'sso_configuration', id: accountId } });
+      const endedSessions = removed > 0 ? await endSingleSignOnSessions(tx, accountId) : 0;
+      if (removed > 0) {
+        recordChange(tx, {
+          accountId,
+          action: 'delete',
+          resource: { type: 'sso_configuration', id: accountId },
+          ...(endedSessions > 0 ? { fields: [{ name: 'sign_in_sessions_ended', value: endedSessions }] } : {}),
+        });
+      }
       return removed > 0;
     }, 'sso.disable');
   }
