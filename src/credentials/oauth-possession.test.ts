@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
-import { PASSWORD, api, discover, graphqlCall, newMember, registerApp, signIn, useOAuthServers } from '../../test/support/oauth-server.js';
+import { CookieJar, PASSWORD, api, authorizeAgain, discover, graphqlCall, newMember, registerApp, signIn, useOAuthServers } from '../../test/support/oauth-server.js';
 
 /**
  * SPEC section 18: revocation by possession of the authorization server's tokens (a token revokes
@@ -19,8 +19,9 @@ async function mobileSignIn(scope = 'users.read') {
   const m = await newMember(fixture.database);
   const { app } = await registerApp(fixture.database, fixture.serverSecret, { accountId: m.accountId, kind: 'mobile', redirectUris: [MOBILE_REDIRECT] });
   const config = await discover(fixture.instances[0]!.url, app.clientId, client.None());
-  const { tokens } = await signIn({ config, baseUrl: fixture.instances[0]!.url, redirectUri: MOBILE_REDIRECT, scope, email: m.email, password: PASSWORD });
-  return { m, config, tokens };
+  const jar = new CookieJar();
+  const { tokens } = await signIn({ config, baseUrl: fixture.instances[0]!.url, redirectUri: MOBILE_REDIRECT, scope, email: m.email, password: PASSWORD, jar });
+  return { m, config, tokens, jar };
 }
 
 const delegationStatus = async (userId: string) =>
@@ -34,6 +35,15 @@ describe('POST /credentials/revoke with the authorization server\'s tokens', () 
     expect((await api(fixture.instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`)).status).toBe(401);
     await expect(client.refreshTokenGrant(config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
     expect(await delegationStatus(m.userId)).toEqual(['revoked']);
+  });
+
+  test('a first-party delegation revoked by possession signs its user out: the browser\'s next authorize shows the sign-in page', async () => {
+    const { config, tokens, jar } = await mobileSignIn();
+    const again = await authorizeAgain(jar, config, MOBILE_REDIRECT);
+    expect(again.kind === 'page' && again.html.includes('name="password"')).toBe(false);
+    expect(await report([tokens.access_token])).toEqual({ status: 202, text: '' });
+    const after = await authorizeAgain(jar, config, MOBILE_REDIRECT);
+    expect(after.kind === 'page' && after.html.includes('name="password"')).toBe(true);
   });
 
   test('a refresh token: its delegation is revoked, so the access token issued beside it is refused', async () => {

@@ -498,16 +498,19 @@ export async function revokeClientDelegations(em: EntityManager, clientId: strin
 export async function revokeDelegationsHoldingTokens(em: EntityManager, digests: readonly string[], at: Date = new Date()): Promise<number> {
   if (digests.length === 0) return 0;
   const list = digests.map(() => '?').join(', ');
-  const rows = await em.execute<{ id: string; account_id: string; user_id: string | null; client_id: string }[]>(
+  const rows = await em.execute<{ id: string; account_id: string; user_id: string | null; client_id: string; delegation_type: DelegationType }[]>(
     `update oauth_delegations set status = 'revoked', revoked_at = ?, revocation_reason = 'grant_revoked'
       where status = 'issued'
         and (access_token_digest in (${list})
           or grant_id in (select r.grant_id from oauth_server_records r
                            where r.model in ('AccessToken', 'RefreshToken', 'ClientCredentials') and r.key_digest in (${list}) and r.grant_id is not null))
-      returning id, account_id, user_id, client_id`,
+      returning id, account_id, user_id, client_id, delegation_type`,
     [at, ...digests, ...digests],
   );
   recordGrantRevocations(em, rows);
   if (rows.length) delegationsRevoked.inc({ reason: 'grant_revoked' }, rows.length);
+  // A first-party delegation revoked is its user signed out (SPEC section 17): their browsers' sessions end too.
+  const signedOut = new Map(rows.flatMap((row) => (row.user_id && REVOCABLE_TYPES.includes(row.delegation_type) ? [[row.user_id, row.account_id] as const] : [])));
+  for (const [userId, accountId] of signedOut) await endUserAccess(em, { accountId, userId }, { reason: 'grant_revoked', at }, { ids: [] });
   return rows.length;
 }
