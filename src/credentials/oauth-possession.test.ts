@@ -46,6 +46,16 @@ describe('POST /credentials/revoke with the authorization server\'s tokens', () 
     expect(after.kind === 'page' && after.html.includes('name="password"')).toBe(true);
   });
 
+  test('a reused refresh token revokes its first-party grant and signs the user out of that browser', async () => {
+    const { config, tokens, jar } = await mobileSignIn();
+    const rotated = await client.refreshTokenGrant(config, tokens.refresh_token!);
+    expect(rotated.refresh_token).not.toBe(tokens.refresh_token);
+    await expect(client.refreshTokenGrant(config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+    await expect(client.refreshTokenGrant(config, rotated.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+    const after = await authorizeAgain(jar, config, MOBILE_REDIRECT);
+    expect(after.kind === 'page' && after.html.includes('name="password"')).toBe(true);
+  });
+
   test('a refresh token: its delegation is revoked, so the access token issued beside it is refused', async () => {
     const { m, config, tokens } = await mobileSignIn();
     expect(await report([tokens.refresh_token!])).toEqual({ status: 202, text: '' });

@@ -397,17 +397,29 @@ export async function recordGrantDelegation(em: EntityManager, grant: GrantDeleg
 
 /** The authorization server revoked a grant itself (RFC 7009 revocation, a reused refresh token). */
 export async function revokeGrantDelegation(em: EntityManager, grantId: string, at: Date = new Date()): Promise<number> {
-  const rows = await em.execute<{ id: string; account_id: string; user_id: string | null; client_id: string }[]>(
+  const rows = await em.execute<RevokedGrantRow[]>(
     `update oauth_delegations set status = 'revoked', revoked_at = ?, revocation_reason = 'grant_revoked'
-      where grant_id = ? and status = 'issued' returning id, account_id, user_id, client_id`,
+      where grant_id = ? and status = 'issued' returning id, account_id, user_id, client_id, delegation_type`,
     [at, grantId],
   );
-  recordGrantRevocations(em, rows);
+  await grantsRevoked(em, rows, at);
   return rows.length;
 }
 
-/** One record per delegation whose grant was revoked (by the authorization server, or by possession of one of its tokens). */
-function recordGrantRevocations(em: EntityManager, rows: readonly { id: string; account_id: string; user_id: string | null; client_id: string }[]): void {
+interface RevokedGrantRow {
+  id: string;
+  account_id: string;
+  user_id: string | null;
+  client_id: string;
+  delegation_type: DelegationType;
+}
+
+/**
+ * After delegations' grants were revoked (by the authorization server, or by possession of one of
+ * their tokens): one record per delegation, and a first-party delegation's user signed out (SPEC
+ * section 17: their browsers' sessions end too, through `endUserAccess`).
+ */
+async function grantsRevoked(em: EntityManager, rows: readonly RevokedGrantRow[], at: Date): Promise<void> {
   for (const row of rows) {
     recordChange(em, {
       accountId: row.account_id,
@@ -418,6 +430,8 @@ function recordGrantRevocations(em: EntityManager, rows: readonly { id: string; 
       revokesAccess: true,
     });
   }
+  const signedOut = new Map(rows.flatMap((row) => (row.user_id && REVOCABLE_TYPES.includes(row.delegation_type) ? [[row.user_id, row.account_id] as const] : [])));
+  for (const [userId, accountId] of signedOut) await endUserAccess(em, { accountId, userId }, { reason: 'grant_revoked', at }, { ids: [] });
 }
 
 /**
@@ -498,7 +512,7 @@ export async function revokeClientDelegations(em: EntityManager, clientId: strin
 export async function revokeDelegationsHoldingTokens(em: EntityManager, digests: readonly string[], at: Date = new Date()): Promise<number> {
   if (digests.length === 0) return 0;
   const list = digests.map(() => '?').join(', ');
-  const rows = await em.execute<{ id: string; account_id: string; user_id: string | null; client_id: string; delegation_type: DelegationType }[]>(
+  const rows = await em.execute<RevokedGrantRow[]>(
     `update oauth_delegations set status = 'revoked', revoked_at = ?, revocation_reason = 'grant_revoked'
       where status = 'issued'
         and (access_token_digest in (${list})
@@ -507,10 +521,7 @@ export async function revokeDelegationsHoldingTokens(em: EntityManager, digests:
       returning id, account_id, user_id, client_id, delegation_type`,
     [at, ...digests, ...digests],
   );
-  recordGrantRevocations(em, rows);
+  await grantsRevoked(em, rows, at);
   if (rows.length) delegationsRevoked.inc({ reason: 'grant_revoked' }, rows.length);
-  // A first-party delegation revoked is its user signed out (SPEC section 17): their browsers' sessions end too.
-  const signedOut = new Map(rows.flatMap((row) => (row.user_id && REVOCABLE_TYPES.includes(row.delegation_type) ? [[row.user_id, row.account_id] as const] : [])));
-  for (const [userId, accountId] of signedOut) await endUserAccess(em, { accountId, userId }, { reason: 'grant_revoked', at }, { ids: [] });
   return rows.length;
 }
