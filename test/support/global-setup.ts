@@ -48,11 +48,11 @@ export async function startTestServer(): Promise<RunningTestServer> {
     port,
     user: 'postgres',
     password: 'postgres',
-    authMethod: 'trust',
     persistent: false,
     createPostgresUser: process.getuid?.() === 0,
     // What CI's server has (Debian's default cluster): search and ordering depend on the character classes.
-    initdbFlags: ['--no-sync', '--encoding=UTF8', '--locale=C.UTF-8'],
+    // Trust over loopback as there too (the package's own options stop at password methods; initdb takes the last --auth).
+    initdbFlags: ['--no-sync', '--encoding=UTF8', '--locale=C.UTF-8', '--auth=trust'],
     postgresFlags: Object.entries(SERVER_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
     onLog: (message: string) => void output.push(message),
     onError: (error: unknown) => void output.push(String(error)),
