@@ -9,8 +9,8 @@ import path from 'node:path';
  * every test file as DATABASE_URL, so each file gets a database copied from the migrated template
  * (test/support/database.ts) exactly as on CI's server. PGlite (single-threaded WebAssembly) was
  * several times slower per query and restored its image in every file; the tests whose subject is
- * the embedded database (src/db/embedded-*, test/embedded-cli-beside-server.test.ts,
- * src/db/notification-listener.test.ts, scripts/smoke-embedded.mjs) open PGlite themselves.
+ * the embedded database (test/embedded-cli-beside-server.test.ts, src/db/notification-listener.test.ts,
+ * scripts/smoke-embedded.mjs) open PGlite themselves.
  *
  * TEST_EMBEDDED_POSTGRES=off keeps the previous behaviour (each file on in-memory PGlite); so does
  * a machine the binaries cannot run on, with one line saying so.
