@@ -20,6 +20,9 @@ export default {
       },
     ],
   },
+  // Without DATABASE_URL: one PostgreSQL server from node_modules for the whole run (test/support/global-setup.ts).
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30000,
   maxWorkers: 2,
 };
