@@ -3,7 +3,7 @@
 // (bench/run.ts compares the bodies before timing), every statement a named prepared statement.
 // Started as a child process by bench/run.ts.
 import http from 'node:http';
-import { createHash, createHmac, randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { BENCH_URLS } from './settings.js';
 
@@ -217,13 +217,15 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
 
 /**
  * The work the service's write path adds to every write, done by hand: one audit record per changed
- * user, linked here with HMAC-SHA-256 from the head this process last saw and appended by the
- * schema's `audit_append_linked_records` (the statement the service sends; a stale head is
- * answered and the batch linked again), and the change announced to live-update listeners with
+ * user appended to the account's keyed hash chain by the schema's `audit_append_records` (the same
+ * statement the service sends), and the change announced to live-update listeners with
  * `pg_notify` (one statement, payloads below PostgreSQL's 8000-byte limit).
  */
-const CHAIN_KEY = createHash('sha256').update('baseline audit chain key').digest();
-const chainHeads = new Map<string, { position: number; hash: string; time: Date }>();
+const CHAIN_KEY_PADS = (() => {
+  const block = Buffer.alloc(64);
+  createHash('sha256').update('baseline audit chain key').digest().copy(block);
+  return { inner: Buffer.from(block.map((byte) => byte ^ 0x36)).toString('hex'), outer: Buffer.from(block.map((byte) => byte ^ 0x5c)).toString('hex') };
+})();
 
 async function recordTrail(
   client: pg.PoolClient,
@@ -236,35 +238,17 @@ async function recordTrail(
   const changed = users.filter((user) => previous.get(user.id)!.job_title !== user.job_title);
   if (changed.length === 0) return;
   const actor = { id: principal.credentialId, type: 'api_key_reference' };
-  const executionContext = { requestId: context.requestId, remoteAddress: context.remoteAddress };
-  const method = { type: 'api_token', truncatedToken: principal.tail, description: context.description };
-  // Who acted, how and from where: the batch's shared context, stored once; each record keeps its own part.
-  const shared = `"executionContext":${JSON.stringify(executionContext)},"actors":${JSON.stringify([actor])},"method":${JSON.stringify(method)}`;
-  const texts = changed.map((user) => {
+  // As the service sends it (src/audit/audit-trail.hook.ts): the batch's shared context once, each record's own part, the chain key's HMAC pads.
+  const own = changed.map((user) => {
     const resource = { id: user.id, type: 'user_reference', summary: previous.get(user.id)!.name };
-    return JSON.stringify(['update', 'user', user.id, actor.type, actor.id, 'api_token', principal.tail, {
+    return ['update', 'user', user.id, actor.type, actor.id, 'api_token', principal.tail, {
       rootResource: resource,
       details: { resource, fields: [{ name: 'job_title', value: user.job_title, beforeValue: previous.get(user.id)!.job_title }], references: [] },
-    }]);
+    }];
   });
-  const ids = changed.map(() => randomUUID());
-  for (let attempt = 0; attempt < 3; attempt += 1) {
-    const head = chainHeads.get(principal.accountId);
-    const time = new Date(Math.max(Date.now(), head?.time.getTime() ?? 0));
-    const links: string[] = [];
-    let link = head?.hash ?? '';
-    texts.forEach((text, index) => {
-      const bodyAt = text.indexOf(',{"rootResource":');
-      const covered = `[${JSON.stringify(principal.accountId)},"${(head?.position ?? 0) + index + 1}",${JSON.stringify(ids[index])},${JSON.stringify(time.toISOString())},${text.slice(1, bodyAt)},{${shared},${text.slice(bodyAt + 2)}`;
-      link = createHmac('sha256', CHAIN_KEY).update(link).update('\n').update(covered).digest('hex');
-      links.push(link);
-    });
-    const answer = await query(client, 'select * from audit_append_linked_records($1, $2, $3, $4, $5, $6, $7::json, $8)',
-      [principal.accountId, head?.position ?? null, head?.hash ?? null, time.toISOString(), ids, shared, `[${texts.join(',')}]`, links]);
-    const row = answer.rows[0] as { appended: boolean; head_position: string; head_hash: string; head_time: Date };
-    chainHeads.set(principal.accountId, { position: Number(row.head_position), hash: row.head_hash, time: new Date(row.head_time) });
-    if (row.appended) break;
-  }
+  const shared = `"executionContext":${JSON.stringify({ requestId: context.requestId, remoteAddress: context.remoteAddress })},"actors":${JSON.stringify([actor])},"method":${JSON.stringify({ type: 'api_token', truncatedToken: principal.tail, description: context.description })}`;
+  await query(client, 'select audit_append_records($1, $2, $3, $4::json, $5, $6)',
+    [principal.accountId, changed.map(() => randomUUID()), shared, JSON.stringify(own), CHAIN_KEY_PADS.inner, CHAIN_KEY_PADS.outer]);
   const payloads: string[] = [];
   let batch: string[] = [];
   for (const user of changed) {

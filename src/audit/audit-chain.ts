@@ -1,4 +1,4 @@
-import { createHash, createHmac, hash, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { deriveKey } from '../auth/server-secret.js';
 import { orderedBody, type AuditRecordBody } from './audit-record.js';
 
@@ -54,7 +54,7 @@ export function chainedContent(record: Omit<ChainedRecord, 'accountId' | 'positi
 }
 
 /**
- * A record as `audit_append_linked_records` takes it: the text of the members its batch shares
+ * A record as `audit_append_records` takes it: the text of the members its batch shares
  * (`"executionContext":...,"actors":...,"method":...`) and the JSON text of its `chainedContent`
  * without them (its body then begins `{"rootResource":`). Spliced back, they are exactly the text
  * `chainHash` hashes.
@@ -76,54 +76,19 @@ export const CURRENT_CHAIN_VERSION: ChainVersion = 2;
  * until then (tests, in one process) a fixed development key keeps writer and verifier agreeing.
  */
 let chainKey: Buffer = deriveKey(Buffer.from('audit chain key of an unconfigured process'), 'audit-chain');
-let chainKeyPads = padsOf(chainKey);
 
 export function configureAuditChainKey(secret: Buffer): void {
   chainKey = deriveKey(secret, 'audit-chain');
-  chainKeyPads = padsOf(chainKey);
 }
 
-/** The key's two HMAC pads (RFC 2104): a 32-byte key fills one 64-byte SHA-256 block. */
-function padsOf(key: Buffer): { inner: Buffer; outer: Buffer } {
-  if (key.length > 64) throw new Error('the audit chain key must fit one SHA-256 block');
+/**
+ * The key's two HMAC pads (RFC 2104), which `audit_append_records` hashes with PostgreSQL's
+ * sha256(): the database computes the keyed links without holding the key beyond the statement.
+ */
+export function chainKeyPads(): { inner: Buffer; outer: Buffer } {
   const block = Buffer.alloc(64);
-  key.copy(block);
+  chainKey.copy(block);
   return { inner: Buffer.from(block.map((byte) => byte ^ 0x36)), outer: Buffer.from(block.map((byte) => byte ^ 0x5c)) };
-}
-
-/**
- * HMAC-SHA-256 of `message` under the chain key, as two one-shot hashes over the precomputed pads:
- * the writer links every record it appends, and building an Hmac object per record cost five times
- * the digest itself (docs/BENCHMARKS.md, "Audit trail"). The verifier keeps `createHmac`, so each
- * side checks the other.
- */
-function chainHmacHex(message: string): string {
-  const inner = Buffer.allocUnsafe(64 + Buffer.byteLength(message));
-  chainKeyPads.inner.copy(inner);
-  inner.write(message, 64);
-  return hash('sha256', Buffer.concat([chainKeyPads.outer, hash('sha256', inner, 'buffer')]), 'hex');
-}
-
-/**
- * The links of a batch appended after `previousHash`, computed as `chainHash` computes them (the
- * verifier's side) but from the text `storedParts` already made: the record's place in the chain,
- * then its content with the batch's shared members spliced in front of its body. The writer links
- * before it takes the chain's head, so the head is held only for the insert (`audit_append_linked_records`).
- */
-export function linkBatch(previousHash: string, batch: { accountId: string; firstPosition: number; time: Date; ids: readonly string[]; sharedMembers: string; contents: readonly string[] }): string[] {
-  const account = JSON.stringify(batch.accountId);
-  const stamp = JSON.stringify(batch.time.toISOString());
-  const links: string[] = [];
-  let link = previousHash;
-  batch.contents.forEach((content, index) => {
-    // The body is the content's last element and begins {"rootResource": the shared members go in front of it.
-    const bodyAt = content.indexOf(',{"rootResource":');
-    if (bodyAt < 0) throw new Error('audit record content without a body');
-    const covered = `[${account},"${batch.firstPosition + index}",${JSON.stringify(batch.ids[index])},${stamp},${content.slice(1, bodyAt)},{${batch.sharedMembers},${content.slice(bodyAt + 2)}`;
-    link = chainHmacHex(`${link}\n${covered}`);
-    links.push(link);
-  });
-  return links;
 }
 
 /**
@@ -131,8 +96,8 @@ export function linkBatch(previousHash: string, batch: { accountId: string; firs
  * one breaks the link of the next, and moving one changes the position its hash covers. Version 2
  * is an HMAC, so a writer of the database without the key cannot re-link records it changed.
  * The record is serialized in one fixed order (`chainedContent`), so a body read back from jsonb
- * (which reorders keys) hashes the same. The write path computes the same digest with `linkBatch`;
- * this is the verifier's side.
+ * (which reorders keys) hashes the same. The write path computes the same digest in the database
+ * (`audit_append_records`, where the chain's head is locked); this is the verifier's side.
  */
 export function chainHash(previousHash: string, record: ChainedRecord, version: ChainVersion = CURRENT_CHAIN_VERSION): string {
   const covered = JSON.stringify([record.accountId, String(record.position), record.id, record.executionTime.toISOString(), ...chainedContent(record)]);

@@ -1,7 +1,5 @@
 import type { EntityManager } from '@mikro-orm/sql';
 
-type CompiledQuery = ReturnType<ReturnType<ReturnType<EntityManager['getKysely']>['selectNoFrom']>['compile']>;
-
 /**
  * The one place that decides how bulk writes reach the database without the unit of work. A
  * write that checks a batch and changes it (updating up to 100 users) runs plain statements on
@@ -109,27 +107,17 @@ export interface BoundArgument {
  */
 export async function callFunction(tx: EntityManager, name: string, args: readonly BoundArgument[]): Promise<void> {
   const kysely = tx.getKysely();
-  await runLogged(tx, kysely.selectNoFrom((eb) => eb.fn(name, args.map((arg) => (arg.cast ? eb.cast(eb.val(arg.value), arg.cast) : eb.val(arg.value)))).as('result')).compile());
-}
-
-/** As `callFunction`, for a function with OUT parameters: the row of them, by name. */
-export async function callFunctionForRow<T extends object>(tx: EntityManager, name: string, args: readonly BoundArgument[]): Promise<T> {
-  const kysely = tx.getKysely();
-  const call = kysely.selectFrom((eb) => eb.fn(name, args.map((arg) => (arg.cast ? eb.cast(eb.val(arg.value), arg.cast) : eb.val(arg.value)))).as('result')).selectAll();
-  const [row] = await runLogged<T>(tx, call.compile());
-  if (!row) throw new Error(`${name} answered no row`);
-  return row;
-}
-
-async function runLogged<T = unknown>(tx: EntityManager, query: CompiledQuery): Promise<T[]> {
+  const query = kysely
+    .selectNoFrom((eb) => eb.fn(name, args.map((arg) => (arg.cast ? eb.cast(eb.val(arg.value), arg.cast) : eb.val(arg.value)))).as('result'))
+    .compile();
   const started = performance.now();
   let failed = false;
   try {
-    return (await tx.getKysely().executeQuery(query)).rows as T[];
+    await kysely.executeQuery(query);
   } catch (error) {
     failed = true;
     throw error;
   } finally {
-    tx.config.getLogger().logQuery({ query: query.sql, params: query.parameters as unknown[], took: performance.now() - started, level: failed ? 'error' : 'info' });
+    tx.config.getLogger().logQuery({ query: query.sql, params: query.parameters, took: performance.now() - started, level: failed ? 'error' : 'info' });
   }
 }

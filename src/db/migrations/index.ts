@@ -20,7 +20,6 @@ import { Migration20261125020000_credentials_lifecycle } from './Migration202611
 import { Migration20261125030000_app_credentials } from './Migration20261125030000_app_credentials.js';
 import { Migration20261125040000_audit_owner_and_keyed_chain } from './Migration20261125040000_audit_owner_and_keyed_chain.js';
 import { Migration20261125040100_audit_shared_context } from './Migration20261125040100_audit_shared_context.js';
-import { Migration20261126010000_audit_links_computed_by_writer } from './Migration20261126010000_audit_links_computed_by_writer.js';
 import { Migration20261125070000_sign_in_sessions } from './Migration20261125070000_sign_in_sessions.js';
 import { Migration20261126020000_sso_privileged_sign_in } from './Migration20261126020000_sso_privileged_sign_in.js';
 
@@ -48,6 +47,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125040000_audit_owner_and_keyed_chain', class: Migration20261125040000_audit_owner_and_keyed_chain },
   { name: 'Migration20261125040100_audit_shared_context', class: Migration20261125040100_audit_shared_context },
   { name: 'Migration20261125070000_sign_in_sessions', class: Migration20261125070000_sign_in_sessions },
-  { name: 'Migration20261126010000_audit_links_computed_by_writer', class: Migration20261126010000_audit_links_computed_by_writer },
   { name: 'Migration20261126020000_sso_privileged_sign_in', class: Migration20261126020000_sso_privileged_sign_in },
 ];
