@@ -23,8 +23,10 @@ PG_BIN=/usr/lib/postgresql/$PG_VERSION/bin
 HOST=127.0.0.1
 
 log() { printf 'topology: %s\n' "$*" >&2; }
+# From /: the caller's directory (a fresh clone under a root-only mktemp dir) may be closed to
+# postgres, and Patroni's worker processes chdir back to it at start.
 as_postgres() {
-  if [ "$(id -un)" = postgres ]; then "$@"; else runuser -u postgres -- "$@"; fi
+  if [ "$(id -un)" = postgres ]; then "$@"; else (cd / && runuser -u postgres -- "$@"); fi
 }
 primary_sql() { psql -h "$HOST" -p "$PRIMARY_PORT" -U postgres -d postgres -XAtqc "$1"; }
 replica_sql() { psql -h "$HOST" -p "$REPLICA_PORT" -U postgres -d postgres -XAtqc "$1"; }
