@@ -52,6 +52,25 @@ async function leaderIndex(): Promise<number | undefined> {
   return index < 0 ? undefined : index + 1;
 }
 
+/**
+ * The member Patroni names the synchronous standby, asked of any node that answers. After the
+ * failover test the old leader rejoins as a replica and a standby is named synchronous again
+ * within a few loops: waited for (up to 60 s), as a client of the cluster would.
+ */
+async function synchronousStandby(): Promise<{ role: string; port: number } | undefined> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    for (const port of REST_PORTS) {
+      const cluster = await fetch(`http://127.0.0.1:${port}/cluster`, { signal: AbortSignal.timeout(1_000) })
+        .then((response) => response.json() as Promise<{ members: { role: string; port: number; state: string }[] }>, () => undefined);
+      const standby = cluster?.members.find((member) => member.role === 'sync_standby' && ['running', 'streaming'].includes(member.state));
+      if (standby) return standby;
+    }
+    await sleep(500);
+  }
+  return undefined;
+}
+
 interface Outcome {
   instance: 'a' | 'b';
   what: string;
@@ -146,8 +165,7 @@ onCluster('failover of the Patroni leader under load (SPEC 21)', () => {
   }, 60_000);
 
   test('a commit the synchronous standby does not confirm within the statement timeout is cancelled and refused, not acknowledged', async () => {
-    const members = (await (await fetch(`http://127.0.0.1:${REST_PORTS[0]}/cluster`)).json()) as { members: { role: string; port: number }[] };
-    const synchronous = members.members.find((member) => member.role === 'sync_standby');
+    const synchronous = await synchronousStandby();
     expect(synchronous).toBeDefined();
     const standby = new pg.Client({ host: '127.0.0.1', port: synchronous!.port, user: 'postgres', database: 'postgres' });
     await standby.connect();
@@ -170,7 +188,7 @@ onCluster('failover of the Patroni leader under load (SPEC 21)', () => {
       process.kill(pid, 'SIGCONT');
       await standby.end();
     }
-  });
+  }, 90_000);
 
   test('nothing acknowledged is lost, no revocation undone, 503 with Retry-After in the gap, both instances back within 5 s of the promotion', async () => {
     const [a, b] = instances as [Instance, Instance];
