@@ -73,8 +73,8 @@ function reachableBinaries(binaries: Binaries, runAs: { uid: number; gid: number
   if (!reachable(relocated.initdb)) {
     const staging = `${copy}.${process.pid}`;
     fs.rmSync(staging, { recursive: true, force: true });
-    // Symbolic links (the libraries' versioned names) may point into the unreachable tree: copied as files.
-    fs.cpSync(native, staging, { recursive: true, dereference: true });
+    // The libraries' versioned names are relative links: kept as they are, they resolve inside the copy.
+    fs.cpSync(native, staging, { recursive: true, verbatimSymlinks: true });
     fs.chmodSync(staging, 0o755);
     fs.rmSync(copy, { recursive: true, force: true });
     fs.renameSync(staging, copy);
