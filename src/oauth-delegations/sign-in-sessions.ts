@@ -8,6 +8,7 @@ import type { TransactionRunner } from '../db/transaction.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { lockLiveUser } from '../users/user-locks.js';
 import { isUuid } from './oauth-delegation.service.js';
+import { endSessionsByUid } from './user-access.js';
 
 export type SignInMethodKind = 'password' | 'single_sign_on';
 
@@ -197,24 +198,7 @@ export class SignInSessionsService {
         );
         sessionUidDigests = rows.flatMap((row) => (row.uid_digest ? [row.uid_digest] : []));
       }
-      if (sessionUidDigests.length === 0) return 0;
-      const placeholders = sessionUidDigests.map(() => '?').join(', ');
-      const ended = await em.execute<{ affectedRows?: number }>(
-        `delete from oauth_server_records where model = 'Session' and user_id = ? and uid_digest in (${placeholders})`,
-        [request.userId, ...sessionUidDigests],
-        'run',
-      );
-      // The codes those sessions issued and nobody redeemed yet (the adapter keeps a code's session uid): a session ended issues nothing more.
-      await em.execute(
-        `delete from oauth_server_records where model = 'AuthorizationCode' and user_id = ? and uid_digest in (${placeholders})`,
-        [request.userId, ...sessionUidDigests],
-        'run',
-      );
-      const endedIds = await em.execute<{ id: string }[]>(
-        `delete from sign_in_sessions where user_id = ? and session_uid_digest in (${placeholders}) returning id`,
-        [request.userId, ...sessionUidDigests],
-      );
-      const count = ended.affectedRows ?? 0;
+      const { ended: count, sessionIds: endedIds } = await endSessionsByUid(em, sessionUidDigests, { userId: request.userId });
       if (count > 0) {
         recordChange(em, {
           accountId,
@@ -222,7 +206,7 @@ export class SignInSessionsService {
           resource: { type: 'user', id: request.userId },
           userId: request.userId,
           fields: [{ name: 'revocation_reason', value: 'sign_out' }, { name: 'sign_in_sessions', value: count }],
-          references: endedIds.map((row) => ({ type: 'sign_in_session', id: row.id })),
+          references: endedIds.map((id) => ({ type: 'sign_in_session', id })),
           revokesAccess: true,
         });
       }

@@ -71,18 +71,29 @@ export async function endSingleSignOnSessions(em: EntityManager, accountId: stri
       where u.account_id = ? and s.method = 'single_sign_on'`,
     [accountId],
   );
-  if (sessions.length === 0) return 0;
-  const digests = sessions.map((session) => session.session_uid_digest);
-  const placeholders = digests.map(() => '?').join(', ');
-  const inAccount = 'user_id in (select id from users where account_id = ?)';
+  return (await endSessionsByUid(em, sessions.map((session) => session.session_uid_digest), { accountId })).ended;
+}
+
+/**
+ * Ends the sign-in sessions whose uid digests are given (the user's, or any of the account's), with
+ * the codes they issued and nobody redeemed (the adapter keeps a code's session uid), and their
+ * details in `sign_in_sessions`. Answers how many sessions ended and the ids of the details removed.
+ */
+export async function endSessionsByUid(em: EntityManager, uidDigests: readonly string[], owner: { userId: string } | { accountId: string }): Promise<{ ended: number; sessionIds: string[] }> {
+  if (uidDigests.length === 0) return { ended: 0, sessionIds: [] };
+  const placeholders = uidDigests.map(() => '?').join(', ');
+  const [ownedBy, ownerParam] = 'userId' in owner ? ['user_id = ?', owner.userId] : ['user_id in (select id from users where account_id = ?)', owner.accountId];
   const ended = await em.execute<{ affectedRows?: number }>(
-    `delete from oauth_server_records where model = 'Session' and uid_digest in (${placeholders}) and ${inAccount}`,
-    [...digests, accountId],
+    `delete from oauth_server_records where model = 'Session' and uid_digest in (${placeholders}) and ${ownedBy}`,
+    [...uidDigests, ownerParam],
     'run',
   );
-  await em.execute(`delete from oauth_server_records where model = 'AuthorizationCode' and uid_digest in (${placeholders}) and ${inAccount}`, [...digests, accountId], 'run');
-  await em.execute(`delete from sign_in_sessions where session_uid_digest in (${placeholders})`, digests, 'run');
-  return ended.affectedRows ?? 0;
+  await em.execute(`delete from oauth_server_records where model = 'AuthorizationCode' and uid_digest in (${placeholders}) and ${ownedBy}`, [...uidDigests, ownerParam], 'run');
+  const removed = await em.execute<{ id: string }[]>(
+    `delete from sign_in_sessions where session_uid_digest in (${placeholders}) and ${ownedBy} returning id`,
+    [...uidDigests, ownerParam],
+  );
+  return { ended: ended.affectedRows ?? 0, sessionIds: removed.map((row) => row.id) };
 }
 
 /**
