@@ -220,25 +220,49 @@ for (const [index, size] of sizes.entries()) {
     log(`an account with ${label(size)} records`);
     for (let done = 0; done < size; done += 1_000_000) {
       const batch = Math.min(1_000_000, size - done);
+      // Batches of one record each, as single writes leave them (the worst case for the index), hashes left empty: reads do not check them.
       await database.em().execute(
-        `insert into audit_records (account_id, position, id, execution_time, action, root_resource_type, root_resource_id, actor_type, actor_id, method_type, method_truncated_token, body, previous_hash, hash)
-         select ?, head.position + i, gen_random_uuid(), now() - interval '1 minute' - interval '365 days' * (1 - (? + i)::float8 / ?), 'update', 'user',
-                left(?, 2) || lpad((1 + (i % 1000))::text, 5, '0'), 'api_key_reference', 'PBENCH1', 'api_token', 'ab12',
-                '{"actors": [{"id": "PBENCH1", "type": "api_key_reference"}], "method": {"type": "api_token", "description": "PUT /users", "truncatedToken": "ab12"}, "details": {"fields": [{"name": "job_title", "value": "Seeded", "beforeValue": null}], "resource": {"id": "PB00001", "type": "user_reference"}, "references": []}, "rootResource": {"id": "PB00001", "type": "user_reference"}, "executionContext": {"requestId": null, "remoteAddress": null}}'::jsonb,
-                '', ''
-           from audit_chain_heads head, generate_series(1, ?) as i where head.account_id = ?`,
-        [reader.accountId, done, size, target, batch, reader.accountId],
+        `insert into audit_batches (account_id, first_position, last_position, execution_time, context, records, record_offsets, actions, record_root_types, record_root_ids, previous_hash, hash, chain_version)
+         select ?, head.position + i, head.position + i, now() - interval '1 minute' - interval '365 days' * (1 - (? + i)::float8 / ?),
+                '{"executionContext":{"requestId":null,"remoteAddress":null},"actors":[{"id":"PBENCH1","type":"api_key_reference"}],"method":{"type":"api_token","truncatedToken":"ab12","description":"PUT /users"}}',
+                convert_to(element, 'UTF8'), array[1, octet_length(convert_to(element, 'UTF8'))], array['update'], array['user'], array[root_id], '', '', 3
+           from audit_chain_heads head, generate_series(1, ?) as i,
+                lateral (select left(?, 2) || lpad((1 + (i % 1000))::text, 5, '0') as root_id) root,
+                lateral (select '[' || json_build_array(gen_random_uuid()::text, 'update', 'user', root.root_id,
+                  json_build_object('rootResource', json_build_object('id', root.root_id, 'type', 'user_reference'),
+                                    'details', json_build_object('resource', json_build_object('id', root.root_id, 'type', 'user_reference'),
+                                                                 'fields', json_build_array(json_build_object('name', 'job_title', 'value', 'Seeded', 'beforeValue', null)),
+                                                                 'references', json_build_array())))::text || ']' as element) content
+          where head.account_id = ?`,
+        [reader.accountId, done, size, batch, target, reader.accountId],
       );
-      await database.em().execute('update audit_chain_heads set position = (select max(position) from audit_records where account_id = ?), last_time = now() where account_id = ?', [reader.accountId, reader.accountId]);
+      await database.em().execute(
+        `insert into audit_record_roots (account_id, root_resource_type, root_resource_id, execution_time, position, first_position)
+         select account_id, 'user', record_root_ids[1], execution_time, first_position, first_position from audit_batches
+          where account_id = ? and first_position > (select position from audit_chain_heads where account_id = ?)`,
+        [reader.accountId, reader.accountId],
+      );
+      await database.em().execute(
+        `update audit_chain_heads set position = (select max(last_position) from audit_batches where account_id = ?), last_time = now() where account_id = ?`,
+        [reader.accountId, reader.accountId],
+      );
+      await database.em().execute(
+        `insert into audit_root_index_heads (account_id, through_position) select account_id, position from audit_chain_heads where account_id = ?
+         on conflict (account_id) do update set through_position = excluded.through_position`,
+        [reader.accountId],
+      );
     }
-    await database.em().execute('vacuum analyze audit_records');
+    await database.em().execute('vacuum analyze audit_batches');
+    await database.em().execute('vacuum analyze audit_record_roots');
   }
   for (let i = 0; i < 30; i++) await timed(withTrail, reader.apiKey, 'PUT', `/users/${target}`, JSON.stringify({ user: { job_title: `Latest ${runStamp} ${i}` } }));
   readers.push({ size, apiKey: reader.apiKey, paths: ['/audit/records?limit=25', `/users/${target}/audit/records?limit=25`] });
   const [since, until] = [new Date(Date.now() - 86_400_000).toISOString(), new Date().toISOString()];
+  // The plans of the two reads' statements (src/audit/audit-batches.ts): the newest batches' headers, and the user's newest roots.
   for (const [what, sql, params] of [
-    ['GET /audit/records', 'select id, position, execution_time, action, body from audit_records_full where account_id = ? and execution_time >= ? and execution_time <= ? order by execution_time desc, position desc limit 26', [reader.accountId, since, until]],
-    ['GET /users/{id}/audit/records', `select id, position, execution_time, action, body from audit_records_full where account_id = ? and execution_time >= ? and execution_time <= ? and root_resource_type = 'user' and root_resource_id = ? order by execution_time desc, position desc limit 26`, [reader.accountId, since, until, target]],
+    ['GET /audit/records', 'select b.first_position, b.last_position, b.execution_time from audit_batches b where b.account_id = ? and b.execution_time >= ? and b.execution_time <= ? order by b.execution_time desc, b.first_position desc limit 26', [reader.accountId, since, until]],
+    ['GET /users/{id}/audit/records', `select r.position, r.execution_time, b.context from audit_record_roots r join audit_batches b on b.account_id = r.account_id and b.first_position = r.first_position
+       where r.account_id = ? and r.root_resource_type = 'user' and r.root_resource_id = ? and r.execution_time >= ? and r.execution_time <= ? order by r.execution_time desc, r.position desc limit 26`, [reader.accountId, target, since, until]],
   ] as const) {
     const plan = await database.em().execute<{ 'QUERY PLAN': string }[]>(`explain (analyze, buffers) ${database.em().getPlatform().formatQuery(sql, [...params])}`);
     plans.push(`#### ${label(size)} records, ${what}\n\n\`\`\`\n${plan.map((line) => line['QUERY PLAN']).join('\n')}\n\`\`\``);

@@ -217,8 +217,8 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
 
 /**
  * The work the service's write path adds to every write, done by hand: one audit record per changed
- * user appended to the account's keyed hash chain by the schema's `audit_append_records` (the same
- * statement the service sends), and the change announced to live-update listeners with
+ * user appended to the account's keyed hash chain, as one batch, by the schema's `audit_append_batch`
+ * (the same statement the service sends), and the change announced to live-update listeners with
  * `pg_notify` (one statement, payloads below PostgreSQL's 8000-byte limit).
  */
 const CHAIN_KEY_PADS = (() => {
@@ -232,23 +232,35 @@ async function recordTrail(
   principal: Principal,
   before: { id: string; name: string; job_title: string | null }[],
   users: { id: string; job_title: string }[],
-  context: { requestId: string; remoteAddress: string | null; description: string },
+  origin: { requestId: string; remoteAddress: string | null; description: string },
 ) {
   const previous = new Map(before.map((row) => [row.id, row]));
   const changed = users.filter((user) => previous.get(user.id)!.job_title !== user.job_title);
   if (changed.length === 0) return;
   const actor = { id: principal.credentialId, type: 'api_key_reference' };
-  // As the service sends it (src/audit/audit-trail.hook.ts): the batch's shared context once, each record's own part, the chain key's HMAC pads.
-  const own = changed.map((user) => {
+  // As the service sends it (src/audit/audit-trail.hook.ts): the batch's shared context once, each record's own part as one element of a
+  // JSON array with their byte offsets, the actions and roots, the chain key's HMAC pads.
+  const elements = changed.map((user) => {
     const resource = { id: user.id, type: 'user_reference', summary: previous.get(user.id)!.name };
-    return ['update', 'user', user.id, actor.type, actor.id, 'api_token', principal.tail, {
+    return JSON.stringify([randomUUID(), 'update', 'user', user.id, {
       rootResource: resource,
       details: { resource, fields: [{ name: 'job_title', value: user.job_title, beforeValue: previous.get(user.id)!.job_title }], references: [] },
-    }];
+    }]);
   });
-  const shared = `"executionContext":${JSON.stringify({ requestId: context.requestId, remoteAddress: context.remoteAddress })},"actors":${JSON.stringify([actor])},"method":${JSON.stringify({ type: 'api_token', truncatedToken: principal.tail, description: context.description })}`;
-  await query(client, 'select audit_append_records($1, $2, $3, $4::json, $5, $6)',
-    [principal.accountId, changed.map(() => randomUUID()), shared, JSON.stringify(own), CHAIN_KEY_PADS.inner, CHAIN_KEY_PADS.outer]);
+  const offsets: number[] = [];
+  let offset = 1;
+  for (const element of elements) {
+    offsets.push(offset);
+    offset += Buffer.byteLength(element) + 1;
+  }
+  offsets.push(offset);
+  const context = JSON.stringify({
+    executionContext: { requestId: origin.requestId, remoteAddress: origin.remoteAddress },
+    actors: [actor],
+    method: { type: 'api_token', truncatedToken: principal.tail, description: origin.description },
+  });
+  await query(client, 'select audit_append_batch($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+    [principal.accountId, context, Buffer.from(`[${elements.join(',')}]`), offsets, ['update'], changed.map(() => 'user'), changed.map((user) => user.id), CHAIN_KEY_PADS.inner, CHAIN_KEY_PADS.outer]);
   const payloads: string[] = [];
   let batch: string[] = [];
   for (const user of changed) {

@@ -40,7 +40,7 @@ async function rowCount(accountId: string): Promise<number> {
 
 async function auditActions(accountId: string, resourceId: string): Promise<string[]> {
   const rows = await h.database.em().execute<{ action: string; body: any }[]>(
-    'select action, body from audit_records_full where account_id = ? order by position',
+    'select action, body from audit_records where account_id = ? order by position',
     [accountId],
   );
   return rows.filter((row) => (typeof row.body === 'string' ? JSON.parse(row.body) : row.body).details.resource.id === resourceId).map((row) => row.action);

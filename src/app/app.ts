@@ -1,4 +1,4 @@
-import { auditCheckpoint, auditCheckpoints, purgeAuditRecords } from '../audit/audit-maintenance.js';
+import { auditCheckpoint, auditCheckpoints, indexAuditRoots, purgeAuditRecords } from '../audit/audit-maintenance.js';
 import { checkpointJson, type AuditCheckpoint } from '../audit/audit-chain.js';
 import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -66,6 +66,8 @@ export interface AppOptions {
   liveUpdates?: LiveUpdateLimits;
   /** Between the logged audit checkpoints of every account; hourly when unset (SPEC section 19). */
   auditCheckpointIntervalMs?: number;
+  /** How often the roots index of the audit trail catches up with the chains (per-user reads read past it meanwhile). */
+  auditRootIndexIntervalMs?: number;
 }
 
 export interface App {
@@ -87,6 +89,7 @@ export interface App {
 const IDEMPOTENCY_PURGE_INTERVAL_MS = 10 * 60_000;
 /** SPEC section 19: one signed checkpoint per account each hour (and after each purge). */
 const AUDIT_CHECKPOINT_INTERVAL_MS = 3_600_000;
+const AUDIT_ROOT_INDEX_INTERVAL_MS = 500;
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -366,6 +369,17 @@ export async function createApp(options: AppOptions): Promise<App> {
     });
   }, options.auditCheckpointIntervalMs ?? AUDIT_CHECKPOINT_INTERVAL_MS);
   checkpointTimer.unref();
+  // The per-user index of the trail, filled after commit off the writes' path (migration 20261126030000).
+  let rootIndexInFlight: Promise<void> | undefined;
+  const rootIndexTimer = setInterval(() => {
+    rootIndexInFlight ??= indexAuditRoots(database.em()).then(
+      () => undefined,
+      (error: unknown) => outages.warn({ err: error }, 'audit roots index not brought up to date'),
+    ).finally(() => {
+      rootIndexInFlight = undefined;
+    });
+  }, options.auditRootIndexIntervalMs ?? AUDIT_ROOT_INDEX_INTERVAL_MS);
+  rootIndexTimer.unref();
 
   return {
     app,
@@ -381,8 +395,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     async stop(graceMs = 10_000) {
       clearInterval(purgeTimer);
       clearInterval(checkpointTimer);
+      clearInterval(rootIndexTimer);
       // A round under way finishes before the database it reads is closed (after stop).
       const lastCheckpoints = checkpointsInFlight;
+      const lastRootIndex = rootIndexInFlight;
       // After the drain: subscribers are told to go (1001) and reconnect elsewhere; then HTTP stops.
       await live.close();
       const outcome = await managedServer.stop(graceMs);
@@ -390,6 +406,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       // Apollo last: it refuses operations once stopping, and none may still be on their way.
       await apollo.stop();
       await lastCheckpoints;
+      await lastRootIndex;
       return outcome;
     },
   };

@@ -1,6 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { deriveKey } from '../auth/server-secret.js';
-import { orderedBody, type AuditRecordBody } from './audit-record.js';
+import { orderedBody, type AuditRecordBody, type DraftRecord } from './audit-record.js';
 
 /** JSON with object keys sorted at every level: the same value hashes the same however it was stored (jsonb reorders keys). */
 export function canonicalJson(value: unknown): string {
@@ -54,24 +54,80 @@ export function chainedContent(record: Omit<ChainedRecord, 'accountId' | 'positi
 }
 
 /**
- * A record as `audit_append_records` takes it: the text of the members its batch shares
- * (`"executionContext":...,"actors":...,"method":...`) and the JSON text of its `chainedContent`
- * without them (its body then begins `{"rootResource":`). Spliced back, they are exactly the text
- * `chainHash` hashes.
+ * One write's records as `audit_append_batch` stores them (chain version 3): what every record of
+ * the batch shares (who acted, how, from where) once as `context`, and each record's own part,
+ * `[id, action, root type, root id, {rootResource, details}]`, as one element of the JSON array
+ * `records` (UTF-8 bytes, hashed and stored as they are), which `recordOffsets` cuts into elements.
  */
-export function storedParts(record: Omit<ChainedRecord, 'accountId' | 'position' | 'id' | 'executionTime'>): { sharedMembers: string; content: string } {
-  const content = chainedContent(record);
-  const { executionContext, actors, method, ...own } = content[7];
-  const sharedMembers = `"executionContext":${JSON.stringify(executionContext)},"actors":${JSON.stringify(actors)},"method":${JSON.stringify(method)}`;
-  return { sharedMembers, content: JSON.stringify([...content.slice(0, 7), own]) };
+export interface StoredBatch {
+  context: string;
+  records: Buffer;
+  /** The byte offset of each element in `records`, then the array's length. */
+  recordOffsets: number[];
+  /** The batch's distinct actions, for filtered reads to skip batches. */
+  actions: string[];
+  rootTypes: string[];
+  rootIds: string[];
 }
 
-/** The chain's format: 1, SHA-256 (records written before SPEC section 19); 2, HMAC-SHA-256 under the chain key. */
-export type ChainVersion = 1 | 2;
-export const CURRENT_CHAIN_VERSION: ChainVersion = 2;
+export function storedBatch(drafts: readonly DraftRecord[]): StoredBatch {
+  // The bytes are hashed as stored, so no canonical key order is needed: the drafts' own order is kept.
+  const { executionContext, actors, method } = drafts[0]!.body;
+  const elements = drafts.map((draft) => JSON.stringify([draft.id, draft.action, draft.rootResourceType, draft.rootResourceId, { rootResource: draft.body.rootResource, details: draft.body.details }]));
+  const recordOffsets: number[] = [];
+  let offset = 1;
+  for (const element of elements) {
+    recordOffsets.push(offset);
+    offset += Buffer.byteLength(element) + 1;
+  }
+  recordOffsets.push(offset);
+  return {
+    context: JSON.stringify({ executionContext, actors, method }),
+    records: Buffer.from(`[${elements.join(',')}]`),
+    recordOffsets,
+    actions: [...new Set(drafts.map((draft) => draft.action))],
+    rootTypes: drafts.map((draft) => draft.rootResourceType),
+    rootIds: drafts.map((draft) => draft.rootResourceId),
+  };
+}
+
+/** The elements of a batch's `records`, by its offsets; the JSON of each still to parse. */
+export function recordElements(records: Buffer, recordOffsets: readonly number[]): string[] {
+  const elements: string[] = [];
+  for (let index = 0; index + 1 < recordOffsets.length; index++) elements.push(records.toString('utf8', recordOffsets[index]!, recordOffsets[index + 1]! - 1));
+  return elements;
+}
+
+/** A batch's place in the chain: what its link covers beside its context and records. */
+export interface BatchHeader {
+  accountId: string;
+  firstPosition: number;
+  lastPosition: number;
+  executionTime: Date;
+}
 
 /**
- * The key the chain (version 2) and checkpoints are keyed with: derived from AUDIT_CHAIN_KEY, else
+ * The link of a batch (chain version 3) to the hash before it, as `audit_append_batch` computes
+ * it: an HMAC under the chain key of the previous hash and the batch's own bytes, so editing,
+ * removing, moving or re-linking any record of it without the key is seen.
+ */
+export function batchHash(previousHash: string, header: BatchHeader, context: string, records: Buffer): string {
+  const place = JSON.stringify([header.accountId, String(header.firstPosition), String(header.lastPosition), header.executionTime.toISOString()]);
+  return createHmac('sha256', chainKey)
+    .update(previousHash)
+    .update('\n')
+    .update(`${place.slice(0, -1)},${context},`)
+    .update(records)
+    .update(']')
+    .digest('hex');
+}
+
+/** The chain's format: 1, SHA-256 per record (before SPEC section 19); 2, HMAC-SHA-256 per record; 3, HMAC-SHA-256 per batch. */
+export type ChainVersion = 1 | 2 | 3;
+export const CURRENT_CHAIN_VERSION: ChainVersion = 3;
+
+/**
+ * The key the chain (versions 2 and 3) and checkpoints are keyed with: derived from AUDIT_CHAIN_KEY, else
  * the server secret. The server and `accessctl` configure it at start from their configuration;
  * until then (tests, in one process) a fixed development key keeps writer and verifier agreeing.
  */
@@ -82,7 +138,7 @@ export function configureAuditChainKey(secret: Buffer): void {
 }
 
 /**
- * The key's two HMAC pads (RFC 2104), which `audit_append_records` hashes with PostgreSQL's
+ * The key's two HMAC pads (RFC 2104), which `audit_append_batch` hashes with PostgreSQL's
  * sha256(): the database computes the keyed links without holding the key beyond the statement.
  */
 export function chainKeyPads(): { inner: Buffer; outer: Buffer } {
@@ -92,14 +148,12 @@ export function chainKeyPads(): { inner: Buffer; outer: Buffer } {
 }
 
 /**
- * The link of a record to the previous record's hash: editing a record changes its hash, removing
- * one breaks the link of the next, and moving one changes the position its hash covers. Version 2
- * is an HMAC, so a writer of the database without the key cannot re-link records it changed.
- * The record is serialized in one fixed order (`chainedContent`), so a body read back from jsonb
- * (which reorders keys) hashes the same. The write path computes the same digest in the database
- * (`audit_append_records`, where the chain's head is locked); this is the verifier's side.
+ * The link of a record written before batches (chain versions 1 and 2) to the previous record's
+ * hash. Version 2 is an HMAC, so a writer of the database without the key cannot re-link records
+ * it changed. The record is serialized in one fixed order (`chainedContent`), so a body read back
+ * from jsonb (which reorders keys) hashes the same.
  */
-export function chainHash(previousHash: string, record: ChainedRecord, version: ChainVersion = CURRENT_CHAIN_VERSION): string {
+export function chainHash(previousHash: string, record: ChainedRecord, version: 1 | 2): string {
   const covered = JSON.stringify([record.accountId, String(record.position), record.id, record.executionTime.toISOString(), ...chainedContent(record)]);
   const digest = version === 1 ? createHash('sha256') : createHmac('sha256', chainKey);
   return digest.update(previousHash).update('\n').update(covered).digest('hex');

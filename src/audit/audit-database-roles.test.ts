@@ -63,9 +63,10 @@ async function accountWithWrites(writes: number): Promise<{ account: TestAccount
 const ATTACK = [
   'begin',
   `set local audit.purging = 'on'`,
-  'delete from audit_records where account_id = $1 and position = (select position from audit_chain_heads where account_id = $1)',
-  `update audit_chain_heads h set position = r.position, hash = r.hash, last_time = r.execution_time
-     from audit_records r where h.account_id = $1 and r.account_id = $1 and r.position = h.position - 1`,
+  'delete from audit_batches where account_id = $1 and last_position = (select position from audit_chain_heads where account_id = $1)',
+  'delete from audit_record_roots where account_id = $1 and position = (select position from audit_chain_heads where account_id = $1)',
+  `update audit_chain_heads h set position = b.last_position, hash = b.hash, last_time = b.execution_time
+     from audit_batches b where h.account_id = $1 and b.account_id = $1 and b.last_position = h.position - 1`,
   'commit',
 ];
 
@@ -92,9 +93,12 @@ describe('a least-privilege app role (accessctl db grant-app-role)', () => {
     await superuser(async (app) => {
       await expect(attack(app, account.id)).rejects.toThrow(/permission denied/);
       await expect(app.query('update audit_chain_heads set position = position - 1 where account_id = $1', [account.id])).rejects.toThrow(/permission denied/);
-      await expect(app.query('update audit_records set action = $2 where account_id = $1', [account.id, 'create'])).rejects.toThrow(/permission denied/);
-      await expect(app.query('truncate audit_records')).rejects.toThrow(/permission denied/);
-      await expect(app.query('alter table audit_records disable trigger audit_records_append_only')).rejects.toThrow(/must be owner/);
+      await expect(app.query('update audit_batches set context = $2 where account_id = $1', [account.id, '{}'])).rejects.toThrow(/permission denied/);
+      await expect(app.query('delete from audit_record_roots where account_id = $1', [account.id])).rejects.toThrow(/permission denied/);
+      await expect(app.query(`insert into audit_record_roots values ($1, 'user', 'PNOBODY', now(), 1, 1)`, [account.id])).rejects.toThrow(/permission denied/);
+      await expect(app.query('truncate audit_batches')).rejects.toThrow(/permission denied/);
+      await expect(app.query('truncate audit_record_roots')).rejects.toThrow(/permission denied/);
+      await expect(app.query('alter table audit_batches disable trigger audit_batches_append_only')).rejects.toThrow(/must be owner/);
       await expect(app.query(`insert into audit_chain_heads (account_id, position, hash, last_time) values ('XXXXXXX', 0, '', now())`)).rejects.toThrow(/permission denied/);
       // The purge function is the owner's; it refuses to erase what is younger than the owner's minimum retention.
       await expect(app.query('select * from audit_purge_batch($1, now(), 1000000, 1000)', [account.id])).rejects.toThrow(/minimum retention/);
@@ -163,44 +167,81 @@ describe('a signed checkpoint (accessctl audit checkpoint)', () => {
   });
 });
 
+/** A record rewritten as a release before batches stored it: a batch of one, its element carrying the actor and method columns that release hashed. */
+function legacyBatch(row: LegacyRow, previousHash: string, hash: string, version: 1 | 2): unknown[] {
+  const { executionContext, actors, method, ...own } = row.body;
+  const element = JSON.stringify([row.id, row.action, row.root_resource_type, row.root_resource_id, own, row.actor_type, row.actor_id, row.method_type, row.method_truncated_token]);
+  const records = Buffer.from(`[${element}]`);
+  return [row.account_id, row.position, row.execution_time, JSON.stringify({ executionContext, actors, method }), records, `{1,${records.length}}`, `{${row.action}}`, `{${row.root_resource_type}}`, `{${row.root_resource_id}}`, previousHash, hash, version];
+}
+
+interface LegacyRow {
+  account_id: string;
+  position: string;
+  id: string;
+  execution_time: Date;
+  action: string;
+  root_resource_type: string;
+  root_resource_id: string;
+  actor_type: string | null;
+  actor_id: string | null;
+  method_type: string;
+  method_truncated_token: string | null;
+  body: AuditRecordBody;
+  batch_previous_hash: string;
+}
+
+const legacyHash = (previous: string, row: LegacyRow, version: 1 | 2) => chainHash(previous, {
+  accountId: row.account_id, position: Number(row.position), id: row.id, executionTime: new Date(row.execution_time), action: row.action,
+  rootResourceType: row.root_resource_type, rootResourceId: row.root_resource_id, actorType: row.actor_type, actorId: row.actor_id,
+  methodType: row.method_type, methodTruncatedToken: row.method_truncated_token, body: auditBodyOf(row.body),
+}, version);
+
+const INSERT_BATCH = `insert into audit_batches (account_id, first_position, last_position, execution_time, context, records, record_offsets, actions, record_root_types, record_root_ids, previous_hash, hash, chain_version)
+  values ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`;
+
 describe('the chain format is versioned', () => {
-  test('records of version 1 (unkeyed SHA-256) keep verifying before keyed ones; an unkeyed link after a keyed one is an edit', async () => {
+  test('records of versions 1 and 2 (one per batch) keep verifying before batches; an unkeyed link after a keyed one is an edit', async () => {
     if (!h.database.url) return;
     const { account, head } = await accountWithWrites(1);
-    const rows = await h.database.em().execute<Array<{ position: string; id: string; execution_time: Date; action: string; root_resource_type: string; root_resource_id: string; actor_type: string | null; actor_id: string | null; method_type: string; method_truncated_token: string | null; body: AuditRecordBody }>>(
-      'select * from audit_records_full where account_id = ? order by position',
-      [account.id],
-    );
-    // Rewritten as the previous release linked them (what a database upgraded from it holds).
+    const rows = await h.database.em().execute<LegacyRow[]>('select * from audit_records where account_id = ? order by position', [account.id]);
+    // Rewritten as the releases before batches linked them (what a database upgraded from them holds): version 1, then 2.
     let previous = '';
     await superuser(async (client) => {
-      await client.query('alter table audit_records disable trigger audit_records_append_only');
-      for (const row of rows) {
-        const hash = chainHash(previous, { accountId: account.id, position: Number(row.position), id: row.id, executionTime: new Date(row.execution_time), action: row.action, rootResourceType: row.root_resource_type, rootResourceId: row.root_resource_id, actorType: row.actor_type, actorId: row.actor_id, methodType: row.method_type, methodTruncatedToken: row.method_truncated_token, body: auditBodyOf(row.body) }, 1);
-        await client.query('update audit_records set chain_version = 1, previous_hash = $3, hash = $4 where account_id = $1 and position = $2', [account.id, row.position, previous, hash]);
+      await client.query('alter table audit_batches disable trigger audit_batches_append_only');
+      await client.query('delete from audit_batches where account_id = $1', [account.id]);
+      for (const [index, row] of rows.entries()) {
+        const version = index === 0 ? 1 : 2;
+        const hash = legacyHash(previous, row, version);
+        await client.query(INSERT_BATCH, legacyBatch(row, previous, hash, version));
         previous = hash;
       }
       await client.query('update audit_chain_heads set hash = $2 where account_id = $1', [account.id, previous]);
-      await client.query('alter table audit_records enable trigger audit_records_append_only');
+      await client.query('alter table audit_batches enable trigger audit_batches_append_only');
+      await client.query('alter table audit_record_roots disable trigger audit_record_roots_append_only');
+      await client.query('update audit_record_roots set first_position = position where account_id = $1', [account.id]);
+      await client.query('alter table audit_record_roots enable trigger audit_record_roots_append_only');
     });
     await h.rest('put', `/users/${(await h.createUser(account)).id}`, { key: account.key, body: { user: { job_title: 'keyed' } } });
     const total = await head();
     expect(total).toBeGreaterThan(rows.length);
     expect(await verifyAuditChain(h.database.em(), account.id)).toEqual({ ok: true, verified: total });
     const versions = await h.database.em().execute<{ chain_version: number }[]>('select chain_version from audit_records where account_id = ? order by position', [account.id]);
-    expect(versions.map((row) => row.chain_version)).toEqual([...rows.map(() => 1), ...Array(total - rows.length).fill(2)]);
+    expect(versions.map((row) => row.chain_version)).toEqual([1, ...rows.slice(1).map(() => 2), ...Array(total - rows.length).fill(3)]);
+    // The old records read as they did.
+    const shown = await h.rest('get', '/audit/records?limit=100', { key: account.key });
+    expect(shown.status).toBe(200);
+    expect(shown.body.records.map((record: { id: string }) => record.id)).toEqual(expect.arrayContaining(rows.map((row) => row.id)));
 
-    // Downgrading the newest record to an unkeyed link (computable without the key) is caught.
-    const [last] = await h.database.em().execute<Array<{ id: string; previous_hash: string; execution_time: Date; action: string; root_resource_type: string; root_resource_id: string; actor_type: string | null; actor_id: string | null; method_type: string; method_truncated_token: string | null; body: AuditRecordBody }>>(
-      'select * from audit_records_full where account_id = ? and position = ?',
-      [account.id, total],
-    );
-    const unkeyed = chainHash(last!.previous_hash, { accountId: account.id, position: total, id: last!.id, executionTime: new Date(last!.execution_time), action: last!.action, rootResourceType: last!.root_resource_type, rootResourceId: last!.root_resource_id, actorType: last!.actor_type, actorId: last!.actor_id, methodType: last!.method_type, methodTruncatedToken: last!.method_truncated_token, body: auditBodyOf(last!.body) }, 1);
+    // Downgrading the newest batch (one record) to an unkeyed link (computable without the key) is caught.
+    const [last] = await h.database.em().execute<LegacyRow[]>('select * from audit_records where account_id = ? and position = ?', [account.id, total]);
+    const unkeyed = legacyHash(last!.batch_previous_hash, last!, 1);
     await superuser(async (client) => {
-      await client.query('alter table audit_records disable trigger audit_records_append_only');
-      await client.query('update audit_records set chain_version = 1, hash = $3 where account_id = $1 and position = $2', [account.id, total, unkeyed]);
+      await client.query('alter table audit_batches disable trigger audit_batches_append_only');
+      await client.query('delete from audit_batches where account_id = $1 and first_position = $2', [account.id, total]);
+      await client.query(INSERT_BATCH, legacyBatch(last!, last!.batch_previous_hash, unkeyed, 1));
       await client.query('update audit_chain_heads set hash = $2 where account_id = $1', [account.id, unkeyed]);
-      await client.query('alter table audit_records enable trigger audit_records_append_only');
+      await client.query('alter table audit_batches enable trigger audit_batches_append_only');
     });
     expect(await verifyAuditChain(h.database.em(), account.id)).toMatchObject({ ok: false, position: total, problem: expect.stringMatching(/unkeyed link/) });
   });

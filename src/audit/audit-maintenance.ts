@@ -1,61 +1,69 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { recordChange } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
-import { chainHash, checkpointIsAuthentic, holdsOnlyChainedFields, signCheckpoint, type AuditCheckpoint, type ChainVersion } from './audit-chain.js';
+import { batchHash, chainHash, checkpointIsAuthentic, holdsOnlyChainedFields, signCheckpoint, type AuditCheckpoint } from './audit-chain.js';
+import { batchRecords, walkBatches, type AuditRow, type BatchRow } from './audit-batches.js';
 import type { PublicUrls } from '../app/runtime.js';
-import { auditBodyOf, type AuditRecordBody } from './audit-record.js';
+import { auditBodyOf } from './audit-record.js';
 import { presentAuditRecord } from './audit-record.rest.js';
 import { presentAuditRow } from './audit-records.service.js';
-
-const BATCH = 1_000;
-
-interface StoredRow {
-  account_id: string;
-  position: string | number;
-  id: string;
-  execution_time: Date | string;
-  action: string;
-  root_resource_type: string;
-  root_resource_id: string;
-  actor_type: string | null;
-  actor_id: string | null;
-  method_type: string;
-  method_truncated_token: string | null;
-  body: AuditRecordBody | string;
-  previous_hash: string;
-  hash: string;
-  chain_version: number;
-}
-
-const COLUMNS = 'account_id, position, id, execution_time, action, root_resource_type, root_resource_id, actor_type, actor_id, method_type, method_truncated_token, body, previous_hash, hash, chain_version';
-
-/** The account's records from `afterPosition` on, oldest first, one bounded batch at a time: constant memory whatever the trail's length. */
-async function* walk(em: EntityManager, accountId: string, options: { afterPosition: number; since?: Date; until?: Date }): AsyncGenerator<StoredRow> {
-  let after = options.afterPosition;
-  for (;;) {
-    const window = options.since && options.until ? ' and execution_time >= ? and execution_time <= ?' : '';
-    const rows = await em.execute<StoredRow[]>(
-      `select ${COLUMNS} from audit_records_full where account_id = ? and position > ?${window} order by position limit ?`,
-      [accountId, after, ...(window ? [options.since, options.until] : []), BATCH],
-    );
-    for (const row of rows) yield row;
-    if (rows.length < BATCH) return;
-    after = Number(rows[rows.length - 1]!.position);
-  }
-}
-
-function bodyOf(row: StoredRow): AuditRecordBody {
-  return auditBodyOf(row.body);
-}
 
 export type VerifyOutcome =
   | { ok: true; verified: number }
   | { ok: false; verified: number; recordId: string | null; position: number; problem: string };
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** What is wrong with a batch's records besides its hash, if anything: their shape, their offsets and the batch's summaries. */
+function malformation(batch: BatchRow, records: ReturnType<typeof batchRecords>): string | undefined {
+  const count = Number(batch.last_position) - Number(batch.first_position) + 1;
+  if (records.length !== count) return `it holds ${records.length} record(s) where its positions say ${count}`;
+  const offsets = batch.record_offsets;
+  if (offsets[0] !== 1 || offsets.at(-1) !== batch.records.length || batch.records[0] !== 0x5b || batch.records.at(-1) !== 0x5d) return 'its record offsets do not cut its records';
+  for (let index = 1; index + 1 < offsets.length; index++) if (batch.records[offsets[index]! - 1] !== 0x2c) return 'its record offsets do not cut its records';
+  const ownFields = batch.chain_version === 3 ? 5 : 9;
+  if (records.some(({ element }) => !Array.isArray(element) || element.length !== ownFields || typeof element[0] !== 'string' || !UUID.test(element[0]))) return 'a record is not in the form its chain version writes';
+  const actions = new Set(records.map(({ element }) => element[1]));
+  if (batch.actions.length !== actions.size || !batch.actions.every((action) => actions.has(action))) return 'its list of actions differs from its records';
+  if (records.some(({ element }, index) => batch.record_root_types[index] !== element[2] || batch.record_root_ids[index] !== element[3])) return 'its list of roots differs from its records';
+  return undefined;
+}
+
 /**
- * Walks the account's chain from its anchor (the last purged record, else the start) and reports
- * the first record that was edited (its hash no longer covers it), removed (a gap, or a missing
- * tail) or inserted out of order (it does not follow the record before it).
+ * Whether each indexed record's entry in the roots index (what per-user reads go by) names its
+ * record: the index is derived, so a writer could hide a record from them. Records past the
+ * account's index head are read from their batches and have no entry yet.
+ */
+async function rootsDisagree(em: EntityManager, accountId: string, indexedThrough: number, checked: Array<{ batch: BatchRow; records: ReturnType<typeof batchRecords> }>): Promise<{ position: number; recordId: string } | undefined> {
+  const batches = checked.filter(({ batch }) => Number(batch.last_position) <= indexedThrough);
+  if (!batches.length) return undefined;
+  const from = Number(batches[0]!.batch.first_position);
+  const to = Number(batches.at(-1)!.batch.last_position);
+  const roots = await em.execute<{ position: string | number; root_resource_type: string; root_resource_id: string; first_position: string | number; execution_time: Date | string }[]>(
+    `select position, root_resource_type, root_resource_id, first_position, execution_time from audit_record_roots
+      where account_id = ? and execution_time >= ? and execution_time <= ? and position >= ? and position <= ?`,
+    [accountId, new Date(batches[0]!.batch.execution_time), new Date(batches.at(-1)!.batch.execution_time), from, to],
+  );
+  const byPosition = new Map<number, (typeof roots)[number][]>();
+  for (const root of roots) byPosition.set(Number(root.position), [...(byPosition.get(Number(root.position)) ?? []), root]);
+  for (const { batch, records } of batches) {
+    for (const { row } of records) {
+      const entries = byPosition.get(Number(row.position)) ?? [];
+      const [entry] = entries;
+      if (entries.length !== 1 || entry!.root_resource_type !== row.root_resource_type || entry!.root_resource_id !== row.root_resource_id
+        || Number(entry!.first_position) !== Number(batch.first_position) || new Date(entry!.execution_time).getTime() !== new Date(batch.execution_time).getTime()) {
+        return { position: Number(row.position), recordId: row.id };
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Walks the account's chain from its anchor (the last purged batch, else the start) and reports
+ * the first record that was edited (its batch's hash no longer covers it), removed (a gap, or a
+ * missing tail), inserted out of order (its batch does not follow the one before it), or hidden
+ * from per-user reads (its roots index entry is missing or names another resource).
  */
 export async function verifyAuditChain(em: EntityManager, accountId: string): Promise<VerifyOutcome> {
   const [head] = await em.execute<{ position: string | number; hash: string; anchor_position: string | number; anchor_hash: string }[]>(
@@ -63,43 +71,88 @@ export async function verifyAuditChain(em: EntityManager, accountId: string): Pr
     [accountId],
   );
   if (!head) return { ok: true, verified: 0 };
+  const [index] = await em.execute<{ through_position: string | number }[]>('select through_position from audit_root_index_heads where account_id = ?', [accountId]);
+  const indexedThrough = index ? Number(index.through_position) : 0;
   let expectedPosition = Number(head.anchor_position) + 1;
   let previousHash = head.anchor_hash;
   let verified = 0;
   let keyed = false;
-  for await (const row of walk(em, accountId, { afterPosition: Number(head.anchor_position) })) {
-    const position = Number(row.position);
-    const failure = (problem: string): VerifyOutcome => ({ ok: false, verified, recordId: row.id, position, problem });
-    if (position !== expectedPosition) return failure(`record(s) removed before it: expected position ${expectedPosition}, found ${position}`);
-    if (row.previous_hash !== previousHash) return failure('inserted out of order: it does not follow the record before it');
-    // Unkeyed links end where keyed ones begin: a version 1 record after a version 2 one was rewritten without the key.
-    if (keyed && row.chain_version === 1) return failure('edited: an unkeyed link after the chain became keyed');
-    keyed ||= row.chain_version !== 1;
-    const body = bodyOf(row);
-    const recomputed = chainHash(previousHash, {
-      accountId: row.account_id,
-      position,
-      id: row.id,
-      executionTime: new Date(row.execution_time),
-      action: row.action,
-      rootResourceType: row.root_resource_type,
-      rootResourceId: row.root_resource_id,
-      actorType: row.actor_type,
-      actorId: row.actor_id,
-      methodType: row.method_type,
-      methodTruncatedToken: row.method_truncated_token,
-      body,
-    }, row.chain_version as ChainVersion);
-    if (recomputed !== row.hash || !holdsOnlyChainedFields(body)) return failure('edited: its hash no longer matches its content');
-    previousHash = row.hash;
-    expectedPosition = position + 1;
-    verified += 1;
+  let pending: Array<{ batch: BatchRow; records: ReturnType<typeof batchRecords> }> = [];
+  const checkRoots = async (): Promise<VerifyOutcome | undefined> => {
+    const disagreement = await rootsDisagree(em, accountId, indexedThrough, pending);
+    pending = [];
+    return disagreement && { ok: false, verified, recordId: disagreement.recordId, position: disagreement.position, problem: 'hidden from per-user reads: its roots index entry is missing or names another resource' };
+  };
+  for await (const batch of walkBatches(em, accountId, { afterPosition: Number(head.anchor_position) })) {
+    const first = Number(batch.first_position);
+    let records: ReturnType<typeof batchRecords> = [];
+    try {
+      records = batchRecords(batch);
+    } catch {
+      // Unreadable records: reported below as edited, by the hash or the shape.
+    }
+    const failure = (problem: string): VerifyOutcome => ({ ok: false, verified, recordId: records[0]?.row.id ?? null, position: first, problem });
+    if (first !== expectedPosition) return failure(`record(s) removed before it: expected position ${expectedPosition}, found ${first}`);
+    if (batch.previous_hash !== previousHash) return failure('inserted out of order: it does not follow the record before it');
+    // Unkeyed links end where keyed ones begin: a version 1 record after a keyed one was rewritten without the key.
+    if (keyed && batch.chain_version === 1) return failure('edited: an unkeyed link after the chain became keyed');
+    keyed ||= batch.chain_version !== 1;
+    const header = { accountId: batch.account_id, firstPosition: first, lastPosition: Number(batch.last_position), executionTime: new Date(batch.execution_time) };
+    if (batch.chain_version === 3) {
+      if (batchHash(previousHash, header, batch.context, batch.records) !== batch.hash) return failure('edited: its hash no longer matches its content');
+    } else if (batch.chain_version === 1 || batch.chain_version === 2) {
+      if (header.lastPosition !== first || records.length !== 1 || records[0]!.element.length !== 9) return failure('edited: a record of chain version 1 or 2 is a batch of one');
+      const { row, element } = records[0]!;
+      const body = auditBodyOf(row.body);
+      const recomputed = chainHash(previousHash, {
+        accountId: batch.account_id, position: first, id: row.id, executionTime: header.executionTime, action: row.action,
+        rootResourceType: row.root_resource_type, rootResourceId: row.root_resource_id,
+        actorType: element[5] ?? null, actorId: element[6] ?? null, methodType: element[7] as string, methodTruncatedToken: element[8] ?? null,
+        body,
+      }, batch.chain_version);
+      if (recomputed !== batch.hash || !holdsOnlyChainedFields(body)) return failure('edited: its hash no longer matches its content');
+    } else {
+      return failure(`edited: chain version ${batch.chain_version} does not exist`);
+    }
+    const malformed = malformation(batch, records);
+    if (malformed) return failure(`edited: ${malformed}`);
+    pending.push({ batch, records });
+    if (pending.length >= 200) {
+      const hidden = await checkRoots();
+      if (hidden) return hidden;
+    }
+    previousHash = batch.hash;
+    expectedPosition = header.lastPosition + 1;
+    verified += records.length;
   }
+  const hidden = await checkRoots();
+  if (hidden) return hidden;
   const headPosition = Number(head.position);
   if (expectedPosition - 1 !== headPosition || previousHash !== head.hash) {
     return { ok: false, verified, recordId: null, position: expectedPosition, problem: `the newest record(s) removed: the chain ends at position ${expectedPosition - 1}, its head at ${headPosition}` };
   }
   return { ok: true, verified };
+}
+
+/**
+ * Brings the roots index (per-user reads) up to the chain's heads: every account with batches past
+ * its index head, or just `accountId`, a bounded number of batches per call of the owner's
+ * `audit_index_roots`. Returns how many accounts it moved. Idempotent and safe on every instance
+ * at once: an account another instance is indexing is skipped.
+ */
+export async function indexAuditRoots(em: EntityManager, accountId?: string, batchesPerCall = 1_000): Promise<number> {
+  const behind = await em.execute<{ account_id: string; position: string | number }[]>(
+    `select h.account_id, h.position from audit_chain_heads h left join audit_root_index_heads i on i.account_id = h.account_id
+      where h.position > coalesce(i.through_position, 0)${accountId ? ' and h.account_id = ?' : ''} order by h.account_id`,
+    accountId ? [accountId] : [],
+  );
+  for (const { account_id: account, position } of behind) {
+    for (;;) {
+      const [{ reached }] = await em.execute<{ reached: string | number | null }[]>('select audit_index_roots(?, ?) as reached', [account, batchesPerCall]);
+      if (reached === null || Number(reached) >= Number(position)) break;
+    }
+  }
+  return behind.length;
 }
 
 /** The youngest records the purge may delete, whoever calls it (`audit_purge_batch` refuses younger cutoffs): the owner's decision. */
@@ -141,8 +194,12 @@ export async function verifyAgainstCheckpoint(em: EntityManager, checkpoint: Aud
     return failure(`records removed from the end after the checkpoint of ${checkpoint.time.toISOString()}: positions ${headPosition + 1} to ${checkpoint.position} are missing (the chain now ends at ${headPosition})`, headPosition + 1);
   }
   if (head && Number(head.anchor_position) >= checkpoint.position) return undefined;
-  const [record] = await em.execute<{ hash: string }[]>('select hash from audit_records where account_id = ? and position = ?', [checkpoint.accountId, checkpoint.position]);
-  if (!record) return failure(`the record at the checkpoint's position ${checkpoint.position} is missing`, checkpoint.position);
+  const [record] = await em.execute<{ hash: string; last_position: string | number }[]>(
+    'select hash, last_position from audit_batches where account_id = ? and first_position <= ? order by first_position desc limit 1',
+    [checkpoint.accountId, checkpoint.position],
+  );
+  // A head is always a batch's end: a checkpoint's position inside a batch means the batches were rewritten.
+  if (!record || Number(record.last_position) !== checkpoint.position) return failure(`the record at the checkpoint's position ${checkpoint.position} is missing`, checkpoint.position);
   if (record.hash !== checkpoint.hash) return failure(`the chain was rewritten up to the checkpoint's position ${checkpoint.position}: its hash differs from the checkpoint's`, checkpoint.position);
   return undefined;
 }
@@ -161,9 +218,9 @@ export async function purgeAuditRecords(
   const cutoff = new Date((options.now ?? new Date()).getTime() - options.retentionDays * 86_400_000);
   const batch = options.batch ?? 10_000;
   const accounts = await em.execute<{ account_id: string }[]>(
-    // The oldest remaining record of each chain is its first by position (the primary key's first entry).
+    // The oldest remaining batch of each chain is its first by position (the primary key's first entry).
     `select h.account_id from audit_chain_heads h
-      where (select r.execution_time from audit_records r where r.account_id = h.account_id order by r.position limit 1) < ?
+      where (select b.execution_time from audit_batches b where b.account_id = h.account_id order by b.first_position limit 1) < ?
       order by h.account_id`,
     [cutoff],
   );
@@ -171,7 +228,10 @@ export async function purgeAuditRecords(
   for (const { account_id: accountId } of accounts) {
     // A run purges only what existed when it began: its own purge records are never its prey, so it
     // ends even when the cutoff is in the future (a retention of 0 days) and each run is bounded.
-    const [{ newest } = { newest: null }] = await em.execute<{ newest: string | number | null }[]>('select max(position) as newest from audit_records where account_id = ?', [accountId]);
+    const [{ newest } = { newest: null }] = await em.execute<{ newest: string | number | null }[]>(
+      'select last_position as newest from audit_batches where account_id = ? order by first_position desc limit 1',
+      [accountId],
+    );
     if (newest === null) continue;
     for (;;) {
       const removed = await transactions.run(em, async (tx) => {
@@ -202,14 +262,17 @@ export async function purgeAuditRecords(
   return purged;
 }
 
-/** A record as a SIEM reads it: the public API's shape, plus its account and its place in the chain. */
-function exportLine(row: StoredRow, urls: PublicUrls): string {
+/** A record as a SIEM reads it: the public API's shape, plus its account, its place in the chain and its batch's link. */
+function exportLine(batch: BatchRow, row: AuditRow, urls: PublicUrls): string {
   return JSON.stringify({
     ...presentAuditRecord(presentAuditRow(row, urls)),
-    account_id: row.account_id,
+    account_id: batch.account_id,
     position: Number(row.position),
-    hash: row.hash,
-    previous_hash: row.previous_hash,
+    batch_first_position: Number(batch.first_position),
+    batch_last_position: Number(batch.last_position),
+    hash: batch.hash,
+    previous_hash: batch.previous_hash,
+    chain_version: batch.chain_version,
   });
 }
 
@@ -221,9 +284,11 @@ export async function exportAuditRecords(
   write: (line: string) => Promise<void>,
 ): Promise<number> {
   let exported = 0;
-  for await (const row of walk(em, accountId, { afterPosition: 0, since: options.since, until: options.until })) {
-    await write(`${exportLine(row, options.urls)}\n`);
-    exported += 1;
+  for await (const batch of walkBatches(em, accountId, { afterPosition: 0, since: options.since, until: options.until })) {
+    for (const { row } of batchRecords(batch)) {
+      await write(`${exportLine(batch, row, options.urls)}\n`);
+      exported += 1;
+    }
   }
   return exported;
 }

@@ -5,7 +5,7 @@ import { requirePrincipal, type Context } from '../graphql/context.js';
 import { freshEventScope, requireLiveSession, type LiveMessage } from '../graphql/live-session.js';
 import { AuditRecordFilterInput } from './audit-record.inputs.js';
 import { AuditRecordType } from './audit-record.type.js';
-import { AuditRecordsService, matchConditions, type AuditMatch, type PresentedAuditRecord } from './audit-records.service.js';
+import { AuditRecordsService, auditSelection, type AuditMatch, type PresentedAuditRecord } from './audit-records.service.js';
 
 /** Records read per statement while a subscriber catches up (a bulk write appends thousands at once). */
 const CATCH_UP_BATCH = 100;
@@ -75,7 +75,7 @@ function endingWith(events: AsyncIterableIterator<LiveMessage>, stream: AsyncGen
 function liveFilter(filter: AuditRecordFilterInput | null | undefined): AuditMatch {
   if (filter?.since || filter?.until) throw new InvalidInputError('since and until do not apply to auditRecordAdded: it delivers records as they are appended');
   const match: AuditMatch = { ...filter };
-  matchConditions(match);
+  auditSelection(match);
   return match;
 }
 

@@ -5,6 +5,9 @@ import type { Principal } from '../auth/principal.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import { InvalidInputError, MissingArgumentError, NotFoundError } from '../errors/domain-errors.js';
 import { auditBodyOf, type AuditRecordBody, type StoredReference } from './audit-record.js';
+import { arrayLiteral, recordsOfRoot, selectRecords, type AuditRow, type RecordSelection } from './audit-batches.js';
+
+export type { AuditRow } from './audit-batches.js';
 
 export const MAX_AUDIT_PAGE_SIZE = 100;
 export const DEFAULT_AUDIT_WINDOW_MS = 24 * 3_600_000;
@@ -74,14 +77,6 @@ export interface AuditPage {
   hasNextPage: boolean;
 }
 
-export interface AuditRow {
-  id: string;
-  position: string | number;
-  execution_time: Date | string;
-  action: string;
-  body: AuditRecordBody | string;
-}
-
 /** The window a read covers, as the reference has it: `until` defaults to now, `since` to 24 hours before `until`; at most 31 days, `since` before `until`. */
 export function auditWindow(filter: Pick<AuditFilter, 'since' | 'until'>, now = new Date()): { since: Date; until: Date } {
   const until = filter.until ?? now;
@@ -93,36 +88,48 @@ export function auditWindow(filter: Pick<AuditFilter, 'since' | 'until'>, now = 
 
 export const RESOURCE_TYPE_PATTERN = /^[a-z][a-z_]{0,62}s$/;
 
-/** The filters of a read, past the window, as SQL conditions on audit_records; bad filters are refused here, before any read. */
-export function matchConditions(filter: AuditMatch): { conditions: string[]; params: unknown[] } {
+/**
+ * The filters of a read, past the window: who acted and how are the same for every record of a
+ * batch (SQL on the batch's context); actions and root types are each record's, and a batch listing
+ * none of them is skipped. Bad filters are refused here, before any read.
+ */
+export function auditSelection(filter: AuditMatch): RecordSelection {
   if (filter.actorId && !filter.actorType) throw new MissingArgumentError('actor_id must be qualified by actor_type');
   if (filter.methodTruncatedToken && !filter.methodType) throw new MissingArgumentError('method_truncated_token must be qualified by method_type');
-  const conditions: string[] = [];
-  const params: unknown[] = [];
+  const batchConditions: string[] = [];
+  const batchParams: unknown[] = [];
+  let rootTypes: Set<string> | undefined;
   if (filter.rootResourceTypes?.length) {
     const bad = filter.rootResourceTypes.filter((type) => !RESOURCE_TYPE_PATTERN.test(type));
     if (bad.length) throw new InvalidInputError('root_resource_types[] takes plural resource type names such as users');
-    conditions.push(`root_resource_type in (${filter.rootResourceTypes.map(() => '?').join(', ')})`);
-    params.push(...filter.rootResourceTypes.map((type) => type.slice(0, -1)));
+    rootTypes = new Set(filter.rootResourceTypes.map((type) => type.slice(0, -1)));
+    batchConditions.push('b.record_root_types && ?::text[]');
+    batchParams.push(arrayLiteral([...rootTypes]));
   }
   if (filter.actorType) {
     // Any of the record's actors: a user acting through a key is found by the user and by the key.
-    conditions.push(`body -> 'actors' @> ?::jsonb`);
-    params.push(JSON.stringify([{ type: filter.actorType, ...(filter.actorId ? { id: filter.actorId } : {}) }]));
+    batchConditions.push(`b.context::jsonb -> 'actors' @> ?::jsonb`);
+    batchParams.push(JSON.stringify([{ type: filter.actorType, ...(filter.actorId ? { id: filter.actorId } : {}) }]));
   }
   if (filter.methodType) {
-    conditions.push('method_type = ?');
-    params.push(filter.methodType);
+    batchConditions.push(`b.context::jsonb -> 'method' ->> 'type' = ?`);
+    batchParams.push(filter.methodType);
   }
   if (filter.methodTruncatedToken) {
-    conditions.push('method_truncated_token = ?');
-    params.push(filter.methodTruncatedToken);
+    batchConditions.push(`b.context::jsonb -> 'method' ->> 'truncatedToken' = ?`);
+    batchParams.push(filter.methodTruncatedToken);
   }
+  let actions: Set<string> | undefined;
   if (filter.actions?.length) {
-    conditions.push(`action in (${filter.actions.map(() => '?').join(', ')})`);
-    params.push(...filter.actions);
+    actions = new Set(filter.actions);
+    batchConditions.push('b.actions && ?::text[]');
+    batchParams.push(arrayLiteral([...actions]));
   }
-  return { conditions, params };
+  return {
+    batchConditions,
+    batchParams,
+    keeps: (element) => (!actions || actions.has(element[1])) && (!rootTypes || rootTypes.has(element[2])),
+  };
 }
 
 /** Audit records of the caller's account, newest first; who may read which is SPEC section 13. */
@@ -134,9 +141,19 @@ export class AuditRecordsService {
   ) {}
 
   /** Every record of the account matching the filter (owners, admins, full-access account keys: declared on the schema). */
-  list(filter: AuditFilter, page: AuditPageRequest): Promise<AuditPage> {
-    const { conditions, params } = matchConditions(filter);
-    return this.page(auditWindow(filter), page, conditions, params);
+  async list(filter: AuditFilter, page: AuditPageRequest): Promise<AuditPage> {
+    const selection = auditSelection(filter);
+    // Chain order is commit order per account (the chain head's lock), and times never go back
+    // along it, so records committed while a client pages are all newer than its cursor: pages
+    // neither repeat nor skip.
+    const { rows, more } = await selectRecords(this.em, this.principal.accountId, {
+      selection,
+      wanted: page.first,
+      window: auditWindow(filter),
+      newestFirst: true,
+      before: page.after,
+    });
+    return { items: rows.map((row) => presentAuditRow(row, this.urls)), hasNextPage: more };
   }
 
   /** Where the account's chain ends now: a stream of appended records starts after it. */
@@ -152,16 +169,11 @@ export class AuditRecordsService {
    * the head read here has committed: a reader continuing from `through` neither skips nor repeats.
    */
   async appendedAfter(position: number, filter: AuditMatch, limit: number): Promise<AuditAppended> {
-    const { conditions, params } = matchConditions(filter);
+    const selection = auditSelection(filter);
     const head = await this.lastPosition();
     if (head <= position) return { records: [], through: position, more: false };
-    const where = ['account_id = ?', 'position > ?', 'position <= ?', ...conditions];
-    const rows = await this.em.execute<AuditRow[]>(
-      `select id, position, execution_time, action, body from audit_records_full where ${where.join(' and ')} order by position limit ?`,
-      [this.principal.accountId, position, head, ...params, limit + 1],
-    );
-    const records = rows.slice(0, limit).map((row) => presentAuditRow(row, this.urls));
-    const more = rows.length > limit;
+    const { rows, more } = await selectRecords(this.em, this.principal.accountId, { selection, wanted: limit, newestFirst: false, after: position, through: head });
+    const records = rows.map((row) => presentAuditRow(row, this.urls));
     return { records, through: more ? records.at(-1)!.position : head, more };
   }
 
@@ -173,24 +185,8 @@ export class AuditRecordsService {
       ? await this.em.execute<{ id: string }[]>('select id from users where id = ? and account_id = ?', [userId, this.principal.accountId])
       : [];
     if (!user) throw new NotFoundError('user');
-    return this.page(window, page, ["root_resource_type = 'user'", 'root_resource_id = ?'], [userId]);
-  }
-
-  private async page(window: { since: Date; until: Date }, page: AuditPageRequest, conditions: string[], params: unknown[]): Promise<AuditPage> {
-    const where = ['account_id = ?', 'execution_time >= ?', 'execution_time <= ?', ...conditions];
-    const values: unknown[] = [this.principal.accountId, window.since, window.until, ...params];
-    if (page.after) {
-      where.push('(execution_time, position) < (?, ?)');
-      values.push(page.after.executionTime, page.after.position);
-    }
-    // Chain order is commit order per account (the chain head's lock), and times never go back
-    // along it, so records committed while a client pages are all newer than its cursor: pages
-    // neither repeat nor skip.
-    const rows = await this.em.execute<AuditRow[]>(
-      `select id, position, execution_time, action, body from audit_records_full where ${where.join(' and ')} order by execution_time desc, position desc limit ?`,
-      [...values, page.first + 1],
-    );
-    return { items: rows.slice(0, page.first).map((row) => presentAuditRow(row, this.urls)), hasNextPage: rows.length > page.first };
+    const { rows, more } = await recordsOfRoot(this.em, this.principal.accountId, 'user', userId, { wanted: page.first, window, before: page.after });
+    return { items: rows.map((row) => presentAuditRow(row, this.urls)), hasNextPage: more };
   }
 }
 

@@ -20,7 +20,7 @@ interface Row {
 async function recordsOf(accountId: string, afterPosition = 0): Promise<Row[]> {
   const rows = await fixture.database.em().execute<Row[]>(
     `select action, root_resource_type, root_resource_id, method_type, method_truncated_token, body, body::text as text
-       from audit_records_full where account_id = ? and position > ? order by position`,
+       from audit_records where account_id = ? and position > ? order by position`,
     [accountId, afterPosition],
   );
   return rows.map((row) => ({ ...row, body: typeof row.body === 'string' ? JSON.parse(row.body) : row.body }));

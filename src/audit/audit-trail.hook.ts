@@ -1,29 +1,29 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import type { Change, CommitHook, WriteOrigin } from '../db/change-journal.js';
-import { chainKeyPads, storedParts } from './audit-chain.js';
+import { chainKeyPads, storedBatch } from './audit-chain.js';
 import { draftRecord } from './audit-record.js';
 import { callFunction } from '../db/write-path.js';
 
 export const AUDIT_TRAIL_HOOK = 'audit-trail';
 
 /**
- * Appends the records of `changes` (all of one account) to that account's chain: one statement
- * whatever their number. `audit_append_records` (migration 20261125040000, a function of the
- * schema's owner: the only path that writes records and moves heads) locks the chain head, links
- * each record to the previous one with the HMAC `chainHash` verifies, inserts them all and moves
- * the head; the records travel as bound parameters: their ids, the batch's shared context once
- * (migration 20261125040100) and one JSON array of their own contents, beside the chain key's two pads.
+ * Appends the records of `changes` (all of one account) to that account's chain as one batch, in
+ * one statement whatever their number. `audit_append_batch` (migration 20261126030000, a function
+ * of the schema's owner: the only path that writes records and moves heads) locks the chain head,
+ * links the batch to it with the HMAC `batchHash` verifies, stores it with one root per record and
+ * moves the head; the batch travels as bound parameters beside the chain key's two pads.
  */
 async function appendRecords(tx: EntityManager, accountId: string, changes: readonly Change[], origin: WriteOrigin): Promise<void> {
-  const drafts = changes.map((change) => draftRecord(change, origin));
+  const batch = storedBatch(changes.map((change) => draftRecord(change, origin)));
   const pads = chainKeyPads();
-  // Who acted, how and from where is the origin's, the same for every record of the batch: sent and stored once.
-  const parts = drafts.map(storedParts);
-  await callFunction(tx, 'audit_append_records', [
+  await callFunction(tx, 'audit_append_batch', [
     { value: accountId },
-    { value: drafts.map((draft) => draft.id) },
-    { value: parts[0]!.sharedMembers },
-    { value: `[${parts.map((part) => part.content).join(',')}]`, cast: 'json' },
+    { value: batch.context },
+    { value: batch.records },
+    { value: batch.recordOffsets },
+    { value: batch.actions },
+    { value: batch.rootTypes },
+    { value: batch.rootIds },
     { value: pads.inner.toString('hex') },
     { value: pads.outer.toString('hex') },
   ]);

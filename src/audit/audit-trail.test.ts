@@ -7,13 +7,14 @@ import { setPassword } from '../oauth-server/passwords.js';
 import { exportAuditCommand, verifyAuditCommand } from '../cli/commands/audit.commands.js';
 import { createApiKeyCommand } from '../cli/commands/accounts.commands.js';
 import { SubscribablesService } from '../notification-subscriptions/subscribables.service.js';
-import { exportAuditRecords, purgeAuditRecords, verifyAuditChain } from './audit-maintenance.js';
+import { exportAuditRecords, indexAuditRoots, purgeAuditRecords, verifyAuditChain } from './audit-maintenance.js';
 
 let h: Harness;
 /** Every secret the tests see: no audit record may contain any of them. */
 const secrets = new Set<string>();
 
 beforeAll(async () => {
+  // The harness leaves the roots index to the tests (indexAuditRoots): per-user reads here go through the batches past it, unless a test indexes.
   h = await startHarness({ lockTimeoutMs: 300 });
 });
 afterAll(async () => {
@@ -376,13 +377,57 @@ describe('reads', () => {
   });
 });
 
+describe('the roots index', () => {
+  test('a user\'s trail reads the same, page by page, from the batches before the index reaches them, from the index after, and half and half', async () => {
+    const account = await h.createAccount();
+    const [first, second] = await Promise.all([h.createUser(account), h.createUser(account)]);
+    const pages = async (userId: string) => {
+      const seen: Array<[string, string]> = [];
+      let cursor: string | null = null;
+      do {
+        const response = await h.rest('get', `/users/${userId}/audit/records?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { key: account.key });
+        expect(response.status).toBe(200);
+        seen.push(...(response.body.records as RestRecord[]).map((record): [string, string] => [record.id, field(record, 'job_title')?.value ?? '']));
+        cursor = response.body.next_cursor;
+      } while (cursor);
+      return seen;
+    };
+    const write = async (step: number) => {
+      await h.rest('put', `/users/${first.id}`, { key: account.key, body: { user: { job_title: `Alone ${step}` } } });
+      // One batch naming both users.
+      await h.rest('put', '/users', { key: account.key, body: { users: [first, second].map((user) => ({ id: user.id, type: 'user', job_title: `Bulk ${step} ${user.id}` })) } });
+    };
+    await write(1);
+    await write(2);
+    const unindexed = [await pages(first.id), await pages(second.id)];
+    expect(unindexed[0]!.map(([, title]) => title).filter(Boolean)).toEqual([`Bulk 2 ${first.id}`, 'Alone 2', `Bulk 1 ${first.id}`, 'Alone 1']);
+    expect(unindexed[1]!.map(([, title]) => title).filter(Boolean)).toEqual([`Bulk 2 ${second.id}`, `Bulk 1 ${second.id}`]);
+
+    await indexAuditRoots(h.database.em(), account.id);
+    const [{ indexed }] = await h.database.em().execute<{ indexed: boolean }[]>(
+      'select i.through_position = h.position as indexed from audit_chain_heads h join audit_root_index_heads i using (account_id) where account_id = ?', [account.id]);
+    expect(indexed).toBe(true);
+    expect([await pages(first.id), await pages(second.id)]).toEqual(unindexed);
+
+    // Newer records past the index head, older ones through it, in one trail.
+    await write(3);
+    const mixed = await pages(first.id);
+    expect(mixed.slice(2)).toEqual(unindexed[0]);
+    expect(mixed.slice(0, 2).map(([, title]) => title)).toEqual([`Bulk 3 ${first.id}`, 'Alone 3']);
+    expect(await verifyAuditChain(h.database.em(), account.id)).toEqual({ ok: true, verified: await count(account.id) });
+  });
+});
+
 describe('integrity', () => {
   test('the database refuses UPDATE and DELETE', async () => {
     const account = await h.createAccount();
+    await indexAuditRoots(h.database.em(), account.id);
     // The trigger refuses the owner; a least-privilege app role is refused before it, by its grants.
     const refusal = h.database.appRole ? /permission denied/ : /append-only/;
-    await expect(h.database.em().execute('update audit_records set action = ? where account_id = ?', ['tampered', account.id])).rejects.toThrow(refusal);
-    await expect(h.database.em().execute('delete from audit_records where account_id = ?', [account.id])).rejects.toThrow(refusal);
+    await expect(h.database.em().execute('update audit_batches set context = ? where account_id = ?', ['{}', account.id])).rejects.toThrow(refusal);
+    await expect(h.database.em().execute('delete from audit_batches where account_id = ?', [account.id])).rejects.toThrow(refusal);
+    await expect(h.database.em().execute('update audit_record_roots set root_resource_id = ? where account_id = ?', ['PNOBODY', account.id])).rejects.toThrow(refusal);
+    await expect(h.database.em().execute('delete from audit_record_roots where account_id = ?', [account.id])).rejects.toThrow(refusal);
   });
 
   async function chainOf(writes: number): Promise<{ account: TestAccount; ids: string[] }> {
@@ -403,12 +448,12 @@ describe('integrity', () => {
       else await h.database.em().execute(statement, values);
     };
     try {
-      await run('alter table audit_records disable trigger audit_records_append_only');
-      await run('alter table audit_contexts disable trigger audit_contexts_append_only');
+      await run('alter table audit_batches disable trigger audit_batches_append_only');
+      await run('alter table audit_record_roots disable trigger audit_record_roots_append_only');
       await run(sql, params);
     } finally {
-      await run('alter table audit_records enable trigger audit_records_append_only');
-      await run('alter table audit_contexts enable trigger audit_contexts_append_only');
+      await run('alter table audit_batches enable trigger audit_batches_append_only');
+      await run('alter table audit_record_roots enable trigger audit_record_roots_append_only');
       await owner?.end();
     }
   }
@@ -418,27 +463,39 @@ describe('integrity', () => {
     // The owner, the account key, the user's key, and the four updates.
     expect(await verifyAuditChain(h.database.em(), intact.account.id)).toEqual({ ok: true, verified: 7 });
 
+    // Each PUT is a batch of one record, at the record's position.
     const edited = await chainOf(4);
-    // The method is the batch's shared context (one record per batch here): editing it breaks the batch's first record.
-    await tamper(`update audit_contexts c set context = jsonb_set(context, '{method,description}', '"PUT /nothing"') from audit_records r where r.id = ? and c.account_id = r.account_id and c.first_position = r.context_position`, [edited.ids[3]]);
+    // The method is the batch's shared context: editing it breaks the batch.
+    await tamper(`update audit_batches set context = jsonb_set(context::jsonb, '{method,description}', '"PUT /nothing"')::text where account_id = ? and first_position = 4`, [edited.account.id]);
     expect(await verifyAuditChain(h.database.em(), edited.account.id)).toMatchObject({ ok: false, recordId: edited.ids[3], position: 4, problem: expect.stringMatching(/edited/) });
 
-    const added = await chainOf(4);
-    await tamper(`update audit_records set body = jsonb_set(body, '{note}', '"added later"') where id = ?`, [added.ids[4]]);
-    expect(await verifyAuditChain(h.database.em(), added.account.id)).toMatchObject({ ok: false, recordId: added.ids[4], problem: expect.stringMatching(/edited/) });
+    const rewritten = await chainOf(4);
+    // A value rewritten in place, the record's length and offsets unchanged.
+    await tamper(`update audit_batches set records = convert_to(replace(convert_from(records, 'UTF8'), 'Chain 2', 'Chain X'), 'UTF8') where account_id = ? and first_position = 6`, [rewritten.account.id]);
+    expect(await verifyAuditChain(h.database.em(), rewritten.account.id)).toMatchObject({ ok: false, recordId: rewritten.ids[5], position: 6, problem: expect.stringMatching(/edited/) });
 
     const deleted = await chainOf(4);
-    await tamper('delete from audit_records where id = ?', [deleted.ids[2]]);
+    await tamper('delete from audit_batches where account_id = ? and first_position = 3', [deleted.account.id]);
     expect(await verifyAuditChain(h.database.em(), deleted.account.id)).toMatchObject({ ok: false, recordId: deleted.ids[3], problem: expect.stringMatching(/removed/) });
 
     const tail = await chainOf(2);
-    await tamper('delete from audit_records where id = ?', [tail.ids.at(-1)]);
+    await tamper('delete from audit_batches where account_id = ? and first_position = 5', [tail.account.id]);
     expect(await verifyAuditChain(h.database.em(), tail.account.id)).toMatchObject({ ok: false, problem: expect.stringMatching(/removed/) });
 
     const reordered = await chainOf(4);
-    await tamper('update audit_records set position = -position where account_id = ? and id in (?, ?)', [reordered.account.id, reordered.ids[2], reordered.ids[3]]);
-    await tamper('update audit_records set position = case when id = ? then 4 else 3 end where id in (?, ?)', [reordered.ids[2], reordered.ids[2], reordered.ids[3]]);
+    await tamper('update audit_batches set first_position = -first_position, last_position = -last_position where account_id = ? and first_position in (3, 4)', [reordered.account.id]);
+    await tamper('update audit_batches set first_position = 7 + first_position, last_position = 7 + last_position where account_id = ? and first_position in (-3, -4)', [reordered.account.id]);
     expect(await verifyAuditChain(h.database.em(), reordered.account.id)).toMatchObject({ ok: false, recordId: reordered.ids[3], position: 3, problem: expect.stringMatching(/out of order/) });
+
+    // The roots index is derived, outside the chain: removing or repointing an entry would hide a record from its user's trail.
+    const unindexed = await chainOf(4);
+    await indexAuditRoots(h.database.em(), unindexed.account.id);
+    await tamper('delete from audit_record_roots where account_id = ? and position = 5', [unindexed.account.id]);
+    expect(await verifyAuditChain(h.database.em(), unindexed.account.id)).toMatchObject({ ok: false, recordId: unindexed.ids[4], position: 5, problem: expect.stringMatching(/hidden from per-user reads/) });
+    const repointed = await chainOf(4);
+    await indexAuditRoots(h.database.em(), repointed.account.id);
+    await tamper(`update audit_record_roots set root_resource_id = 'PNOBODY' where account_id = ? and position = 6`, [repointed.account.id]);
+    expect(await verifyAuditChain(h.database.em(), repointed.account.id)).toMatchObject({ ok: false, recordId: repointed.ids[5], position: 6, problem: expect.stringMatching(/hidden from per-user reads/) });
   });
 
   test('accessctl audit verify: exit 0 with the count, exit 1 naming the first bad record; export streams NDJSON', async () => {
@@ -447,7 +504,7 @@ describe('integrity', () => {
     const good = await verifyAuditCommand.run(h.database, { account: account.id }, io);
     expect(verifyAuditCommand.exitCode!(good)).toBe(0);
     expect(verifyAuditCommand.human(good)).toContain(`${ids.length} record(s) verified`);
-    await tamper(`update audit_records set action = 'create' where id = ?`, [ids[3]]);
+    await tamper(`update audit_batches set records = convert_to(replace(convert_from(records, 'UTF8'), '"update"', '"create"'), 'UTF8') where account_id = ? and first_position = 4`, [account.id]);
     const bad = await verifyAuditCommand.run(h.database, { account: account.id }, io);
     expect(verifyAuditCommand.exitCode!(bad)).toBe(1);
     expect(verifyAuditCommand.human(bad)).toContain(`record ${ids[3]}`);
@@ -481,7 +538,7 @@ describe('integrity', () => {
   test('the purge removes what is past retention, records itself, and the chain still verifies', async () => {
     const { account } = await chainOf(3);
     const total = await count(account.id);
-    await expect(h.database.em().execute('delete from audit_records where account_id = ?', [account.id])).rejects.toThrow(h.database.appRole ? /permission denied/ : /append-only/);
+    await expect(h.database.em().execute('delete from audit_batches where account_id = ?', [account.id])).rejects.toThrow(h.database.appRole ? /permission denied/ : /append-only/);
     const purged = await purgeAuditRecords(h.database.em(), h.database.transactions, { retentionDays: 0, now: new Date(Date.now() + 1000) });
     expect(purged).toBeGreaterThanOrEqual(total);
     const rest = await records(account);
@@ -505,7 +562,7 @@ describe('integrity', () => {
 // Declared last: runs after every test above has written its records.
 describe('after the suite', () => {
 test('no record holds a key, token, password or feed key (scan of every record)', async () => {
-  const rows = await h.database.em().execute<{ text: string }[]>('select body::text || action || coalesce(method_truncated_token, \'\') as text from audit_records_full');
+  const rows = await h.database.em().execute<{ text: string }[]>('select body::text || action || coalesce(method_truncated_token, \'\') as text from audit_records');
   expect(rows.length).toBeGreaterThan(20);
   const needles = [...secrets].filter((secret) => secret.length >= 8);
   expect(needles.length).toBeGreaterThan(5);

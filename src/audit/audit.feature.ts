@@ -6,12 +6,12 @@ import { auditTrailHook } from './audit-trail.hook.js';
 
 export const auditFeature: Feature = {
   name: 'audit',
-  // Plain SQL (audit_records, audit_chain_heads): records are appended by the write path's hook, never loaded as entities.
+  // Plain SQL (audit_batches, audit_record_roots, audit_chain_heads): records are appended by the write path's hook, never loaded as entities.
   entities: [],
   resolvers: [AuditRecordResolver, UserAuditRecordsResolver, UserAuditRecordsQueryResolver, AuditRecordAddedResolver],
   routes: auditRecordRoutes,
   schemas: auditRecordSchemas,
   commitHooks: [auditTrailHook],
-  // Records and heads are written only by audit_append_records and audit_purge_batch (the owner's functions).
-  appReadOnlyTables: ['audit_records', 'audit_contexts', 'audit_chain_heads', 'audit_policy'],
+  // Records and heads are written only by audit_append_batch, audit_index_roots and audit_purge_batch (the owner's functions); audit_records is a view of them.
+  appReadOnlyTables: ['audit_batches', 'audit_record_roots', 'audit_root_index_heads', 'audit_records', 'audit_chain_heads', 'audit_policy'],
 };

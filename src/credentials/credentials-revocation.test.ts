@@ -47,7 +47,7 @@ const scimWorks = async (token: string) => (await supertest(a.app).get('/scim/v2
 
 async function recordsOf(accountId: string) {
   const rows = await a.database.em().execute<{ action: string; method_type: string; body: any }[]>(
-    'select action, method_type, body from audit_records_full where account_id = ? order by position',
+    'select action, method_type, body from audit_records where account_id = ? order by position',
     [accountId],
   );
   return rows.map((row) => ({ action: row.action, methodType: row.method_type, body: typeof row.body === 'string' ? JSON.parse(row.body) : row.body }));

@@ -93,7 +93,7 @@ function quoteLiteral(text: string): string {
  * array travels as a PostgreSQL array literal, typed by the function's parameter.
  */
 export interface BoundArgument {
-  value: string | number | boolean | null | readonly string[];
+  value: string | number | boolean | null | readonly string[] | readonly number[] | Uint8Array;
   cast?: 'json' | 'jsonb' | 'text';
 }
 

@@ -153,7 +153,7 @@ describe('revokeSignInSessions', () => {
     expect((await sessionsOf(member)).map((session) => session.id)).not.toContain(firstId);
 
     const [record] = await fixture.database.em().execute<{ action: string; body: unknown }[]>(
-      `select action, body from audit_records_full where account_id = ? and root_resource_id = ? and action = 'revoke' order by position desc limit 1`,
+      `select action, body from audit_records where account_id = ? and root_resource_id = ? and action = 'revoke' order by position desc limit 1`,
       [member.accountId, member.userId],
     );
     const body = typeof record!.body === 'string' ? JSON.parse(record!.body) : record!.body;

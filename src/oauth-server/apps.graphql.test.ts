@@ -56,7 +56,7 @@ async function appCount(accountId: string): Promise<number> {
 
 async function appAudit(accountId: string, clientId: string): Promise<Array<{ action: string; fields: string }>> {
   const rows = await fixture.database.em().execute<Array<{ action: string; body: unknown }>>(
-    `select action, body from audit_records_full where account_id = ? and root_resource_type = 'app' and root_resource_id = ? order by position`,
+    `select action, body from audit_records where account_id = ? and root_resource_type = 'app' and root_resource_id = ? order by position`,
     [accountId, clientId],
   );
   return rows.map((row) => {
@@ -181,7 +181,7 @@ describe('rotateOAuthAppSecret', () => {
 
     const audit = await appAudit(m.accountId, app.clientId);
     expect(audit.at(-1)).toEqual({ action: 'update', fields: 'client_secret,previous_secret_expires_at' });
-    const [text] = await fixture.database.em().execute<{ text: string }[]>("select string_agg(body::text, ' ') as text from audit_records_full where account_id = ?", [m.accountId]);
+    const [text] = await fixture.database.em().execute<{ text: string }[]>("select string_agg(body::text, ' ') as text from audit_records where account_id = ?", [m.accountId]);
     expect(text!.text).not.toContain(fresh);
     expect(text!.text).not.toContain(original);
   });

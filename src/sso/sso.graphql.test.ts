@@ -57,7 +57,7 @@ describe('configureSingleSignOn and disableSingleSignOn', () => {
     expect((await harness.graphql(SHOW, {}, account.key)).data.singleSignOn.identityProvider).toBeNull();
 
     const audit = await harness.database.em().execute<Array<{ action: string; body: unknown }>>(
-      "select action, body::text as body from audit_records_full where account_id = ? and root_resource_type = 'sso_configuration' order by position",
+      "select action, body::text as body from audit_records where account_id = ? and root_resource_type = 'sso_configuration' order by position",
       [account.id],
     );
     expect(audit.map((row) => row.action)).toEqual(['create', 'update', 'delete']);

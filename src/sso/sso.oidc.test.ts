@@ -107,7 +107,7 @@ describe('OIDC sign-in through the company identity provider', () => {
     expect(await passwordField(removedAgain)).toBe(true);
     expect(await passwordField(passwordAgain)).toBe(false);
     const [record] = await fixture.database.em().execute<{ body: unknown }[]>(
-      `select body from audit_records_full where account_id = ? and root_resource_type = 'sso_configuration' and action = 'delete'`, [removed.accountId]);
+      `select body from audit_records where account_id = ? and root_resource_type = 'sso_configuration' and action = 'delete'`, [removed.accountId]);
     expect(JSON.stringify(record!.body)).toContain('sign_in_sessions_ended');
   });
 

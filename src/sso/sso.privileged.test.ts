@@ -144,7 +144,7 @@ describe('single sign-on never signs an admin in as the owner or another admin',
     expect(await linkOf(owner.id)).toBeUndefined();
     expect(await linkOf(otherAdmin.id)).toBeUndefined();
     const [refusal] = await fixture.database.em().execute<{ body: string }[]>(
-      "select body::text as body from audit_records_full where account_id = ? and action = 'sign_in_failed' and body::text like ? order by position limit 1",
+      "select body::text as body from audit_records where account_id = ? and action = 'sign_in_failed' and body::text like ? order by position limit 1",
       [member.accountId, `%${owner.id}%`],
     );
     expect(refusal?.body).toContain('owner or admin');

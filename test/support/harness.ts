@@ -90,6 +90,7 @@ export interface HarnessOptions extends TestDatabaseOptions {
   liveUpdates?: import('../../src/config/config.js').LiveUpdateLimits;
   /** The server's audit checkpoint interval (hourly unless a test wants to see it tick). */
   auditCheckpointIntervalMs?: number;
+  auditRootIndexIntervalMs?: number;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -114,6 +115,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     metricsToken: options.metricsToken,
     liveUpdates: options.liveUpdates,
     auditCheckpointIntervalMs: options.auditCheckpointIntervalMs,
+    // Off unless a test asks: its background statements would show in statement counts and row fingerprints. Reads are whole either way.
+    auditRootIndexIntervalMs: options.auditRootIndexIntervalMs ?? 3_600_000,
   });
   const agent = supertest(server.app);
   const served = options.settings?.openapiDocument === false ? server.openApiDocument : (await agent.get('/openapi.json').expect(200)).body;

@@ -21,6 +21,7 @@ import { Migration20261125030000_app_credentials } from './Migration202611250300
 import { Migration20261125040000_audit_owner_and_keyed_chain } from './Migration20261125040000_audit_owner_and_keyed_chain.js';
 import { Migration20261125040100_audit_shared_context } from './Migration20261125040100_audit_shared_context.js';
 import { Migration20261125070000_sign_in_sessions } from './Migration20261125070000_sign_in_sessions.js';
+import { Migration20261126030000_audit_batches } from './Migration20261126030000_audit_batches.js';
 import { Migration20261126020000_sso_privileged_sign_in } from './Migration20261126020000_sso_privileged_sign_in.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
@@ -48,4 +49,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125040100_audit_shared_context', class: Migration20261125040100_audit_shared_context },
   { name: 'Migration20261125070000_sign_in_sessions', class: Migration20261125070000_sign_in_sessions },
   { name: 'Migration20261126020000_sso_privileged_sign_in', class: Migration20261126020000_sso_privileged_sign_in },
+  { name: 'Migration20261126030000_audit_batches', class: Migration20261126030000_audit_batches },
 ];

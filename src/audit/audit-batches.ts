@@ -1,0 +1,298 @@
+import type { EntityManager } from '@mikro-orm/sql';
+import { recordElements } from './audit-chain.js';
+import type { AuditRecordBody } from './audit-record.js';
+
+/**
+ * Reading the trail's storage (migration 20261126030000): one row per appended batch, its records
+ * cut out of `records` in Node by their offsets (cutting them in SQL decompresses the batch once
+ * per record). Only this module and the chain's maintenance know the layout.
+ */
+
+/** A record as the faces present it: its place, time, action and whole body. */
+export interface AuditRow {
+  id: string;
+  position: string | number;
+  execution_time: Date | string;
+  action: string;
+  body: AuditRecordBody | string;
+  root_resource_type: string;
+  root_resource_id: string;
+}
+
+/** A stored batch with its records' bytes, as the maintenance walks it. */
+export interface BatchRow {
+  account_id: string;
+  first_position: string | number;
+  last_position: string | number;
+  execution_time: Date | string;
+  context: string;
+  records: Buffer;
+  record_offsets: number[];
+  actions: string[];
+  record_root_types: string[];
+  record_root_ids: string[];
+  previous_hash: string;
+  hash: string;
+  chain_version: number;
+}
+
+/** `[id, action, root type, root id, own body]`; records of chain versions 1 and 2 add the actor and method columns they hashed. */
+export type RecordElement = [string, string, string, string, Pick<AuditRecordBody, 'rootResource' | 'details'>, ...Array<string | null>];
+
+/** What a read keeps: conditions on whole batches (SQL on `b`), and on each record of the batches they let through. */
+export interface RecordSelection {
+  batchConditions: string[];
+  batchParams: unknown[];
+  keeps(element: RecordElement): boolean;
+}
+
+const everything: RecordSelection = { batchConditions: [], batchParams: [], keeps: () => true };
+
+const HEADER_COLUMNS = 'b.first_position, b.last_position, b.execution_time';
+const CONTENT_COLUMNS = 'b.first_position, b.context, b.records, b.record_offsets';
+
+interface BatchHeaderRow {
+  first_position: string | number;
+  last_position: string | number;
+  execution_time: Date | string;
+}
+
+interface BatchContentRow {
+  first_position: string | number;
+  context: string;
+  records: Buffer;
+  record_offsets: number[];
+}
+
+/** An array parameter as PostgreSQL's literal text (the driver layer would spread a JS array into a list). */
+export function arrayLiteral(values: readonly string[]): string {
+  return `{${values.map((value) => `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`).join(',')}}`;
+}
+
+export function rowOf(position: number, executionTime: Date | string, context: Omit<AuditRecordBody, 'rootResource' | 'details'>, element: RecordElement): AuditRow {
+  return {
+    id: element[0],
+    position,
+    execution_time: executionTime,
+    action: element[1],
+    root_resource_type: element[2],
+    root_resource_id: element[3],
+    body: { ...context, ...element[4] },
+  };
+}
+
+/** The records of one stored batch, oldest first. */
+export function batchRecords(batch: { first_position: string | number; execution_time: Date | string; context: string; records: Buffer; record_offsets: number[] }): Array<{ row: AuditRow; element: RecordElement }> {
+  const context = JSON.parse(batch.context) as Omit<AuditRecordBody, 'rootResource' | 'details'>;
+  const first = Number(batch.first_position);
+  return recordElements(batch.records, batch.record_offsets).map((text, index) => {
+    const element = JSON.parse(text) as RecordElement;
+    return { row: rowOf(first + index, batch.execution_time, context, element), element };
+  });
+}
+
+/** How many records of the batch a read still wants (those past its bound), were each to match. */
+function countPast(header: BatchHeaderRow, bound: number | undefined, newestFirst: boolean): number {
+  const first = Number(header.first_position);
+  const last = Number(header.last_position);
+  if (bound === undefined) return last - first + 1;
+  return newestFirst ? Math.max(0, Math.min(last, bound - 1) - first + 1) : Math.max(0, last - Math.max(first, bound + 1) + 1);
+}
+
+/**
+ * The account's records a read selects, newest first (by time, then position) within the window
+ * and before `before`, or oldest first after `after`: at most `wanted` of them, plus whether more
+ * exist. Batch headers are read a page at a time, and only as many batches' bytes as could fill
+ * the page, so a page costs about the same however long the trail is.
+ */
+export async function selectRecords(
+  em: EntityManager,
+  accountId: string,
+  options: {
+    selection?: RecordSelection;
+    wanted: number;
+    window?: { since: Date; until: Date };
+    newestFirst: boolean;
+    /** Newest first: records strictly older than this record. */
+    before?: { executionTime: Date; position: number };
+    /** Oldest first: records after this position, up to `through`. */
+    after?: number;
+    through?: number;
+  },
+): Promise<{ rows: AuditRow[]; more: boolean }> {
+  const selection = options.selection ?? everything;
+  const rows: AuditRow[] = [];
+  const wanted = options.wanted + 1;
+  // Where the next batches start: inclusive for the caller's bound (its batch may hold records on both sides of it), exclusive after a batch read.
+  let continueFrom: { time: Date; position: number; inclusive: boolean } | undefined = options.before
+    ? { time: options.before.executionTime, position: options.before.position, inclusive: true }
+    : options.after !== undefined ? { time: new Date(0), position: options.after, inclusive: true } : undefined;
+  const recordBound = options.newestFirst ? options.before?.position : options.after;
+  for (;;) {
+    const where = ['b.account_id = ?', ...selection.batchConditions];
+    const params: unknown[] = [accountId, ...selection.batchParams];
+    if (options.window) {
+      where.push('b.execution_time >= ?', 'b.execution_time <= ?');
+      params.push(options.window.since, options.window.until);
+    }
+    if (options.through !== undefined) {
+      where.push('b.first_position <= ?');
+      params.push(options.through);
+    }
+    if (continueFrom && options.newestFirst) {
+      where.push(`(b.execution_time, b.first_position) ${continueFrom.inclusive ? '<=' : '<'} (?, ?)`);
+      params.push(continueFrom.time, continueFrom.position);
+    } else if (continueFrom) {
+      // The batch holding the position after the bound begins at or before it.
+      where.push(continueFrom.inclusive
+        ? 'b.first_position >= coalesce((select x.first_position from audit_batches x where x.account_id = ? and x.first_position <= ? order by x.first_position desc limit 1), 0)'
+        : 'b.first_position > ?');
+      params.push(...(continueFrom.inclusive ? [accountId, continueFrom.position + 1] : [continueFrom.position]));
+    }
+    const order = options.newestFirst ? 'b.execution_time desc, b.first_position desc' : 'b.first_position';
+    const headerLimit = wanted - rows.length;
+    const headers = await em.execute<BatchHeaderRow[]>(
+      `select ${HEADER_COLUMNS} from audit_batches b where ${where.join(' and ')} order by ${order} limit ?`,
+      [...params, headerLimit],
+    );
+    if (!headers.length) return { rows, more: false };
+    // The fewest batches that hold enough records for the page, were every one of them to match.
+    const reading: BatchHeaderRow[] = [];
+    let couldMatch = 0;
+    for (const header of headers) {
+      reading.push(header);
+      couldMatch += countPast(header, recordBound, options.newestFirst);
+      if (couldMatch >= wanted - rows.length) break;
+    }
+    const contents = await em.execute<BatchContentRow[]>(
+      `select ${CONTENT_COLUMNS} from audit_batches b where b.account_id = ? and b.first_position = any(?::bigint[])`,
+      [accountId, arrayLiteral(reading.map((header) => String(header.first_position)))],
+    );
+    const byPosition = new Map(contents.map((content) => [String(content.first_position), content]));
+    for (const header of reading) {
+      const content = byPosition.get(String(header.first_position));
+      if (!content) continue;
+      const records = batchRecords({ ...content, execution_time: header.execution_time });
+      if (options.newestFirst) records.reverse();
+      for (const { row, element } of records) {
+        const position = Number(row.position);
+        if (recordBound !== undefined && (options.newestFirst ? position >= recordBound : position <= recordBound)) continue;
+        if (options.through !== undefined && position > options.through) continue;
+        if (!selection.keeps(element)) continue;
+        rows.push(row);
+        if (rows.length >= wanted) return { rows: rows.slice(0, options.wanted), more: true };
+      }
+    }
+    const last = reading.at(-1)!;
+    if (reading.length === headers.length && headers.length < headerLimit) return { rows, more: false };
+    continueFrom = { time: new Date(last.execution_time), position: Number(last.first_position), inclusive: false };
+  }
+}
+
+/**
+ * The records whose root resource is `rootType`/`rootId`, newest first within the window and
+ * before `before`. Up to the account's index head, through the narrow roots index, each record cut
+ * out of its batch in SQL (one record of a batch: decompressed once); past it (the batches
+ * `audit_index_roots` has not reached yet, normally the last half second's), from the batches'
+ * own root arrays. A root entry that does not name the record it points at (the index is derived
+ * data; `audit verify` reports a mismatch) is not shown as that root's.
+ */
+export async function recordsOfRoot(
+  em: EntityManager,
+  accountId: string,
+  rootType: string,
+  rootId: string,
+  options: { wanted: number; window: { since: Date; until: Date }; before?: { executionTime: Date; position: number } },
+): Promise<{ rows: AuditRow[]; more: boolean }> {
+  const wanted = options.wanted + 1;
+  const [head] = await em.execute<{ through_position: string | number }[]>('select through_position from audit_root_index_heads where account_id = ?', [accountId]);
+  const indexedThrough = head ? Number(head.through_position) : 0;
+
+  const where = ['r.account_id = ?', 'r.root_resource_type = ?', 'r.root_resource_id = ?', 'r.execution_time >= ?', 'r.execution_time <= ?'];
+  const params: unknown[] = [accountId, rootType, rootId, options.window.since, options.window.until];
+  if (options.before) {
+    where.push('(r.execution_time, r.position) < (?, ?)');
+    params.push(options.before.executionTime, options.before.position);
+  }
+  const indexed = await em.execute<Array<{ position: string | number; execution_time: Date | string; context: string; element: string }>>(
+    `select r.position, r.execution_time, b.context,
+            convert_from(substring(b.records from b.record_offsets[(r.position - b.first_position + 1)::integer] + 1
+                                   for b.record_offsets[(r.position - b.first_position + 2)::integer] - b.record_offsets[(r.position - b.first_position + 1)::integer] - 1), 'UTF8') as element
+       from audit_record_roots r
+       join audit_batches b on b.account_id = r.account_id and b.first_position = r.first_position
+      where ${where.join(' and ')}
+      order by r.execution_time desc, r.position desc
+      limit ?`,
+    [...params, wanted],
+  );
+  const contexts = new Map<string, Omit<AuditRecordBody, 'rootResource' | 'details'>>();
+  const found = new Map<number, AuditRow>();
+  for (const record of indexed) {
+    const element = JSON.parse(record.element) as RecordElement;
+    if (element[2] !== rootType || element[3] !== rootId) continue;
+    let context = contexts.get(record.context);
+    if (!context) contexts.set(record.context, (context = JSON.parse(record.context) as Omit<AuditRecordBody, 'rootResource' | 'details'>));
+    found.set(Number(record.position), rowOf(Number(record.position), record.execution_time, context, element));
+  }
+
+  // Past the index head: each batch naming the root holds at least one of its records, so `wanted` batches are enough, and one
+  // more when paging on (the cursor's own batch may hold none before it).
+  const unindexedWhere = ['b.account_id = ?', 'b.first_position > ?', 'b.execution_time >= ?', 'b.execution_time <= ?', '? = any(b.record_root_ids)'];
+  const unindexedParams: unknown[] = [accountId, indexedThrough, options.window.since, options.window.until, rootId];
+  if (options.before) {
+    unindexedWhere.push('(b.execution_time, b.first_position) <= (?, ?)');
+    unindexedParams.push(options.before.executionTime, options.before.position);
+  }
+  const unindexed = await em.execute<Array<{ first_position: string | number; execution_time: Date | string; context: string; records: Buffer; record_offsets: number[]; record_root_types: string[]; record_root_ids: string[] }>>(
+    `select b.first_position, b.execution_time, b.context, b.records, b.record_offsets, b.record_root_types, b.record_root_ids
+       from audit_batches b where ${unindexedWhere.join(' and ')} order by b.first_position desc limit ?`,
+    [...unindexedParams, wanted + (options.before ? 1 : 0)],
+  );
+  for (const batch of unindexed) {
+    for (const { row, element } of batchRecords(batch)) {
+      const position = Number(row.position);
+      if (element[2] !== rootType || element[3] !== rootId || position <= indexedThrough) continue;
+      if (options.before && (new Date(row.execution_time).getTime() > options.before.executionTime.getTime()
+        || (new Date(row.execution_time).getTime() === options.before.executionTime.getTime() && position >= options.before.position))) continue;
+      found.set(position, row);
+    }
+  }
+  // Positions order records as their times do (times never go back along the chain).
+  const rows = [...found.values()].sort((a, b) => Number(b.position) - Number(a.position));
+  return { rows: rows.slice(0, options.wanted), more: rows.length > options.wanted };
+}
+
+/** The account's batches after `afterPosition`, oldest first, a bounded number at a time: constant memory however long the trail. */
+export async function* walkBatches(em: EntityManager, accountId: string, options: { afterPosition: number; since?: Date; until?: Date; chunk?: number }): AsyncGenerator<BatchRow> {
+  const chunk = options.chunk ?? 200;
+  let after = options.afterPosition;
+  if (options.since) {
+    // Start at the window's first batch, found by time, rather than walking everything before it.
+    const [first] = await em.execute<{ first_position: string | number }[]>(
+      'select first_position from audit_batches where account_id = ? and execution_time >= ? order by execution_time, first_position limit 1',
+      [accountId, options.since],
+    );
+    if (!first) return;
+    after = Math.max(after, Number(first.first_position) - 1);
+  }
+  let through: number | undefined;
+  if (options.until) {
+    const [last] = await em.execute<{ first_position: string | number }[]>(
+      'select first_position from audit_batches where account_id = ? and execution_time <= ? order by execution_time desc, first_position desc limit 1',
+      [accountId, options.until],
+    );
+    if (!last) return;
+    through = Number(last.first_position);
+  }
+  for (;;) {
+    const bounded = through === undefined ? '' : ' and first_position <= ?';
+    const batches = await em.execute<BatchRow[]>(
+      `select account_id, first_position, last_position, execution_time, context, records, record_offsets, actions, record_root_types, record_root_ids, previous_hash, hash, chain_version
+         from audit_batches where account_id = ? and first_position > ?${bounded} order by first_position limit ?`,
+      [accountId, after, ...(through === undefined ? [] : [through]), chunk],
+    );
+    for (const batch of batches) yield batch;
+    if (batches.length < chunk) return;
+    after = Number(batches.at(-1)!.first_position);
+  }
+}
