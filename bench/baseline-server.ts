@@ -259,8 +259,6 @@ async function recordTrail(
     actors: [actor],
     method: { type: 'api_token', truncatedToken: principal.tail, description: origin.description },
   });
-  await query(client, 'select audit_append_batch($1, $2, $3, $4, $5, $6, $7, $8, $9)',
-    [principal.accountId, context, Buffer.from(`[${elements.join(',')}]`), offsets, ['update'], changed.map(() => 'user'), changed.map((user) => user.id), CHAIN_KEY_PADS.inner, CHAIN_KEY_PADS.outer]);
   const payloads: string[] = [];
   let batch: string[] = [];
   for (const user of changed) {
@@ -270,6 +268,9 @@ async function recordTrail(
   }
   payloads.push(`[${batch.join(',')}]`);
   await query(client, `select ${payloads.map((_, index) => `pg_notify($${2 * index + 1}, $${2 * index + 2})`).join(', ')}`, payloads.flatMap((payload) => ['live_changes', payload]));
+  // Last: the chain head it locks is held to the commit, so nothing else runs under it.
+  await query(client, 'select audit_append_batch($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+    [principal.accountId, context, Buffer.from(`[${elements.join(',')}]`), offsets, ['update'], changed.map(() => 'user'), changed.map((user) => user.id), CHAIN_KEY_PADS.inner, CHAIN_KEY_PADS.outer]);
 }
 
 const server = http.createServer((req, res) => {

@@ -16,6 +16,10 @@ export const features: readonly Feature[] = [accountsFeature, usersFeature, oaut
 
 export const allEntities = () => features.flatMap((feature) => feature.entities);
 
-export const allCommitHooks = () => features.flatMap((feature) => feature.commitHooks ?? []);
+/** Every feature's commit hooks; those holding a lock to the commit (`locksUntilCommit`) last. */
+export const allCommitHooks = () => {
+  const hooks = features.flatMap((feature) => feature.commitHooks ?? []);
+  return [...hooks.filter((hook) => !hook.locksUntilCommit), ...hooks.filter((hook) => hook.locksUntilCommit)];
+};
 
 export const allAppReadOnlyTables = () => features.flatMap((feature) => feature.appReadOnlyTables ?? []);

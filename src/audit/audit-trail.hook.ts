@@ -36,6 +36,8 @@ async function appendRecords(tx: EntityManager, accountId: string, changes: read
  */
 export const auditTrailHook: CommitHook = {
   name: AUDIT_TRAIL_HOOK,
+  // The account's chain head, locked by the append to the commit.
+  locksUntilCommit: true,
   async beforeCommit(tx, changes, origin) {
     const byAccount = new Map<string, Change[]>();
     for (const change of changes) {

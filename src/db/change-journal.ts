@@ -64,6 +64,12 @@ export interface WriteOrigin {
  */
 export interface CommitHook {
   name: string;
+  /**
+   * The hook takes a lock that every write of the account waits for and holds it to the commit
+   * (the audit trail's chain head): it runs after the other hooks, so their statements are not made
+   * under it and one account's writers wait for each other as briefly as they can.
+   */
+  locksUntilCommit?: boolean;
   beforeCommit(tx: EntityManager, changes: readonly Change[], origin: WriteOrigin): Promise<void>;
 }
 
