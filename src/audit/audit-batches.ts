@@ -235,27 +235,38 @@ export async function recordsOfRoot(
     found.set(Number(record.position), rowOf(Number(record.position), record.execution_time, context, element));
   }
 
-  // Past the index head: each batch naming the root holds at least one of its records, so `wanted` batches are enough, and one
-  // more when paging on (the cursor's own batch may hold none before it).
-  const unindexedWhere = ['b.account_id = ?', 'b.first_position > ?', 'b.execution_time >= ?', 'b.execution_time <= ?', '? = any(b.record_root_ids)'];
-  const unindexedParams: unknown[] = [accountId, indexedThrough, options.window.since, options.window.until, rootId];
-  if (options.before) {
-    unindexedWhere.push('(b.execution_time, b.first_position) <= (?, ?)');
-    unindexedParams.push(options.before.executionTime, options.before.position);
-  }
-  const unindexed = await em.execute<Array<{ first_position: string | number; execution_time: Date | string; context: string; records: Buffer; record_offsets: number[]; record_root_types: string[]; record_root_ids: string[] }>>(
-    `select b.first_position, b.execution_time, b.context, b.records, b.record_offsets, b.record_root_types, b.record_root_ids
-       from audit_batches b where ${unindexedWhere.join(' and ')} order by b.first_position desc limit ?`,
-    [...unindexedParams, wanted + (options.before ? 1 : 0)],
-  );
-  for (const batch of unindexed) {
-    for (const { row, element } of batchRecords(batch)) {
-      const position = Number(row.position);
-      if (element[2] !== rootType || element[3] !== rootId || position <= indexedThrough) continue;
-      if (options.before && (new Date(row.execution_time).getTime() > options.before.executionTime.getTime()
-        || (new Date(row.execution_time).getTime() === options.before.executionTime.getTime() && position >= options.before.position))) continue;
-      found.set(position, row);
+  // Past the index head, newest first, by the primary key alone (a time condition would let the planner walk the
+  // window's whole range of the time index instead): the window and the cursor are applied here, and times never go
+  // back along the chain, so the walk stops at the first batch older than the window. Each batch naming the root
+  // holds at least one of its records, so `wanted` batches in the window are enough, and one more when paging on.
+  let below: number | undefined;
+  const enough = wanted + (options.before ? 1 : 0);
+  let inWindow = 0;
+  walk: for (;;) {
+    const unindexed = await em.execute<Array<{ first_position: string | number; execution_time: Date | string; context: string; records: Buffer; record_offsets: number[] }>>(
+      `select b.first_position, b.execution_time, b.context, b.records, b.record_offsets
+         from audit_batches b
+        where b.account_id = ? and b.first_position > ?${below === undefined ? '' : ' and b.first_position < ?'} and ? = any(b.record_root_ids)
+        order by b.first_position desc limit ?`,
+      [accountId, indexedThrough, ...(below === undefined ? [] : [below]), rootId, enough],
+    );
+    for (const batch of unindexed) {
+      const time = new Date(batch.execution_time).getTime();
+      if (time < options.window.since.getTime()) break walk;
+      if (time > options.window.until.getTime()) continue;
+      const first = Number(batch.first_position);
+      // A batch wholly after the cursor holds nothing for this page.
+      if (options.before && (time > options.before.executionTime.getTime() || (time === options.before.executionTime.getTime() && first >= options.before.position))) continue;
+      inWindow += 1;
+      for (const { row, element } of batchRecords(batch)) {
+        const position = Number(row.position);
+        if (element[2] !== rootType || element[3] !== rootId || position <= indexedThrough) continue;
+        if (options.before && (time > options.before.executionTime.getTime() || (time === options.before.executionTime.getTime() && position >= options.before.position))) continue;
+        found.set(position, row);
+      }
     }
+    if (unindexed.length < enough || inWindow >= enough) break;
+    below = Number(unindexed.at(-1)!.first_position);
   }
   // Positions order records as their times do (times never go back along the chain).
   const rows = [...found.values()].sort((a, b) => Number(b.position) - Number(a.position));

@@ -398,8 +398,15 @@ describe('the roots index', () => {
       await h.rest('put', '/users', { key: account.key, body: { users: [first, second].map((user) => ({ id: user.id, type: 'user', job_title: `Bulk ${step} ${user.id}` })) } });
     };
     await write(1);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const between = new Date();
+    await new Promise((resolve) => setTimeout(resolve, 5));
     await write(2);
     const unindexed = [await pages(first.id), await pages(second.id)];
+    // A window ending before the newest batches: those are passed over, the older ones found.
+    const windowed = await h.rest('get', `/users/${first.id}/audit/records?limit=2&since=${new Date(Date.now() - 3_600_000).toISOString()}&until=${between.toISOString()}`, { key: account.key });
+    expect((windowed.body.records as RestRecord[]).map((record) => field(record, 'job_title')?.value)).toEqual([`Bulk 1 ${first.id}`, 'Alone 1']);
+    expect(windowed.body.more).toBe(true);
     expect(unindexed[0]!.map(([, title]) => title).filter(Boolean)).toEqual([`Bulk 2 ${first.id}`, 'Alone 2', `Bulk 1 ${first.id}`, 'Alone 1']);
     expect(unindexed[1]!.map(([, title]) => title).filter(Boolean)).toEqual([`Bulk 2 ${second.id}`, `Bulk 1 ${second.id}`]);
 
