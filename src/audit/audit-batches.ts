@@ -205,8 +205,15 @@ export async function recordsOfRoot(
   options: { wanted: number; window: { since: Date; until: Date }; before?: { executionTime: Date; position: number } },
 ): Promise<{ rows: AuditRow[]; more: boolean }> {
   const wanted = options.wanted + 1;
-  const [head] = await em.execute<{ through_position: string | number }[]>('select through_position from audit_root_index_heads where account_id = ?', [accountId]);
-  const indexedThrough = head ? Number(head.through_position) : 0;
+  // Where the chain ends and how far the roots index reached: the batches between are read from themselves (none, mostly).
+  const [heads] = await em.execute<{ chain_head: string | number; indexed_through: string | number }[]>(
+    `select h.position as chain_head, coalesce(i.through_position, 0) as indexed_through
+       from audit_chain_heads h left join audit_root_index_heads i on i.account_id = h.account_id where h.account_id = ?`,
+    [accountId],
+  );
+  if (!heads) return { rows: [], more: false };
+  const chainHead = Number(heads.chain_head);
+  const indexedThrough = Number(heads.indexed_through);
 
   const where = ['r.account_id = ?', 'r.root_resource_type = ?', 'r.root_resource_id = ?', 'r.execution_time >= ?', 'r.execution_time <= ?'];
   const params: unknown[] = [accountId, rootType, rootId, options.window.since, options.window.until];
@@ -235,20 +242,20 @@ export async function recordsOfRoot(
     found.set(Number(record.position), rowOf(Number(record.position), record.execution_time, context, element));
   }
 
-  // Past the index head, newest first, by the primary key alone (a time condition would let the planner walk the
-  // window's whole range of the time index instead): the window and the cursor are applied here, and times never go
+  // Past the index head up to the chain's, newest first, by the primary key alone (a time condition would let the
+  // planner walk the window's whole range of the time index instead; both ends keep its estimate, and JIT, small): the window and the cursor are applied here, and times never go
   // back along the chain, so the walk stops at the first batch older than the window. Each batch naming the root
   // holds at least one of its records, so `wanted` batches in the window are enough, and one more when paging on.
   let below: number | undefined;
   const enough = wanted + (options.before ? 1 : 0);
   let inWindow = 0;
-  walk: for (;;) {
+  walk: while (chainHead > indexedThrough) {
     const unindexed = await em.execute<Array<{ first_position: string | number; execution_time: Date | string; context: string; records: Buffer; record_offsets: number[] }>>(
       `select b.first_position, b.execution_time, b.context, b.records, b.record_offsets
          from audit_batches b
-        where b.account_id = ? and b.first_position > ?${below === undefined ? '' : ' and b.first_position < ?'} and ? = any(b.record_root_ids)
+        where b.account_id = ? and b.first_position > ? and b.first_position <= ?${below === undefined ? '' : ' and b.first_position < ?'} and ? = any(b.record_root_ids)
         order by b.first_position desc limit ?`,
-      [accountId, indexedThrough, ...(below === undefined ? [] : [below]), rootId, enough],
+      [accountId, indexedThrough, chainHead, ...(below === undefined ? [] : [below]), rootId, enough],
     );
     for (const batch of unindexed) {
       const time = new Date(batch.execution_time).getTime();
