@@ -15,7 +15,8 @@ import { auditBodyOf, type AuditRecordBody } from './audit-record.js';
  * unkeyed ones (chain version 1) and keyed ones (version 2, appended by that release's function),
  * keep their bodies and hashes, verify, read by user, and the chain goes on in batches after them.
  */
-const serverUrl = process.env.DATABASE_URL;
+// Straight to the server (behind a transaction-pooling PgBouncer, its admin URL): creating and migrating a database are the owner's, not the app's.
+const serverUrl = process.env.TEST_DATABASE_ADMIN_URL ?? process.env.DATABASE_URL;
 const LAST_BEFORE_BATCHES = 'Migration20261126020000_sso_privileged_sign_in';
 const name = `aag_upgrade_${randomBytes(4).toString('hex')}`;
 let url: string;
