@@ -91,10 +91,11 @@ export function storedBatch(drafts: readonly DraftRecord[]): StoredBatch {
   };
 }
 
-/** The elements of a batch's `records`, by its offsets; the JSON of each still to parse. */
-export function recordElements(records: Buffer, recordOffsets: readonly number[]): string[] {
+/** The elements of a batch's `records`, by its offsets; the JSON of each still to parse. (PGlite hands bytea over as a plain Uint8Array.) */
+export function recordElements(records: Uint8Array, recordOffsets: readonly number[]): string[] {
+  const bytes = Buffer.isBuffer(records) ? records : Buffer.from(records.buffer, records.byteOffset, records.byteLength);
   const elements: string[] = [];
-  for (let index = 0; index + 1 < recordOffsets.length; index++) elements.push(records.toString('utf8', recordOffsets[index]!, recordOffsets[index + 1]! - 1));
+  for (let index = 0; index + 1 < recordOffsets.length; index++) elements.push(bytes.toString('utf8', recordOffsets[index]!, recordOffsets[index + 1]! - 1));
   return elements;
 }
 
