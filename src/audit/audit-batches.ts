@@ -64,11 +64,6 @@ interface BatchContentRow {
   record_offsets: number[];
 }
 
-/** An array parameter as PostgreSQL's literal text (the driver layer would spread a JS array into a list). */
-export function arrayLiteral(values: readonly string[]): string {
-  return `{${values.map((value) => `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`).join(',')}}`;
-}
-
 export function rowOf(position: number, executionTime: Date | string, context: Omit<AuditRecordBody, 'rootResource' | 'details'>, element: RecordElement): AuditRow {
   return {
     id: element[0],
@@ -165,8 +160,8 @@ export async function selectRecords(
       if (couldMatch >= wanted - rows.length) break;
     }
     const contents = await em.execute<BatchContentRow[]>(
-      `select ${CONTENT_COLUMNS} from audit_batches b where b.account_id = ? and b.first_position = any(?::bigint[])`,
-      [accountId, arrayLiteral(reading.map((header) => String(header.first_position)))],
+      `select ${CONTENT_COLUMNS} from audit_batches b where b.account_id = ? and b.first_position = any(array[?]::bigint[])`,
+      [accountId, reading.map((header) => String(header.first_position))],
     );
     const byPosition = new Map(contents.map((content) => [String(content.first_position), content]));
     for (const header of reading) {

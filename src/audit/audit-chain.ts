@@ -123,29 +123,33 @@ export function batchHash(previousHash: string, header: BatchHeader, context: st
     .digest('hex');
 }
 
-/** The chain's format: 1, SHA-256 per record (before SPEC section 19); 2, HMAC-SHA-256 per record; 3, HMAC-SHA-256 per batch. */
-export type ChainVersion = 1 | 2 | 3;
-export const CURRENT_CHAIN_VERSION: ChainVersion = 3;
-
 /**
  * The key the chain (versions 2 and 3) and checkpoints are keyed with: derived from AUDIT_CHAIN_KEY, else
  * the server secret. The server and `accessctl` configure it at start from their configuration;
  * until then (tests, in one process) a fixed development key keeps writer and verifier agreeing.
  */
 let chainKey: Buffer = deriveKey(Buffer.from('audit chain key of an unconfigured process'), 'audit-chain');
+let chainKeyPadsHex = padsOf(chainKey);
 
 export function configureAuditChainKey(secret: Buffer): void {
   chainKey = deriveKey(secret, 'audit-chain');
+  chainKeyPadsHex = padsOf(chainKey);
+}
+
+/** The key's two HMAC pads (RFC 2104) as hex: a 32-byte key fills one 64-byte SHA-256 block. */
+function padsOf(key: Buffer): { inner: string; outer: string } {
+  const block = Buffer.alloc(64);
+  key.copy(block);
+  return { inner: Buffer.from(block.map((byte) => byte ^ 0x36)).toString('hex'), outer: Buffer.from(block.map((byte) => byte ^ 0x5c)).toString('hex') };
 }
 
 /**
- * The key's two HMAC pads (RFC 2104), which `audit_append_batch` hashes with PostgreSQL's
- * sha256(): the database computes the keyed links without holding the key beyond the statement.
+ * The key's two HMAC pads, which `audit_append_batch` hashes with PostgreSQL's sha256(): the
+ * database computes the keyed links without holding the key beyond the statement. Made once per
+ * key, not per write.
  */
-export function chainKeyPads(): { inner: Buffer; outer: Buffer } {
-  const block = Buffer.alloc(64);
-  chainKey.copy(block);
-  return { inner: Buffer.from(block.map((byte) => byte ^ 0x36)), outer: Buffer.from(block.map((byte) => byte ^ 0x5c)) };
+export function chainKeyPads(): { inner: string; outer: string } {
+  return chainKeyPadsHex;
 }
 
 /**

@@ -4,15 +4,15 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { legacyLink, type LegacyAuditRow } from '../../test/support/audit-legacy.js';
 import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
 import { allCommitHooks, allEntities } from '../app/features.js';
 import { checkpointAuditCommand, verifyAuditCommand } from '../cli/commands/audit.commands.js';
 import { grantAppRoleCommand } from '../cli/commands/db.commands.js';
 import { recordChange } from '../db/change-journal.js';
 import { openDatabase, type Database } from '../db/database.js';
-import { chainHash, checkpointLine, parseCheckpoint } from './audit-chain.js';
+import { checkpointLine, parseCheckpoint } from './audit-chain.js';
 import { verifyAuditChain } from './audit-maintenance.js';
-import { auditBodyOf, type AuditRecordBody } from './audit-record.js';
 
 /** SPEC section 19: the trail holds against the database's own users. */
 let h: Harness;
@@ -175,27 +175,9 @@ function legacyBatch(row: LegacyRow, previousHash: string, hash: string, version
   return [row.account_id, row.position, row.execution_time, JSON.stringify({ executionContext, actors, method }), records, `{1,${records.length}}`, `{${row.action}}`, `{${row.root_resource_type}}`, `{${row.root_resource_id}}`, previousHash, hash, version];
 }
 
-interface LegacyRow {
-  account_id: string;
-  position: string;
-  id: string;
-  execution_time: Date;
-  action: string;
-  root_resource_type: string;
-  root_resource_id: string;
-  actor_type: string | null;
-  actor_id: string | null;
-  method_type: string;
-  method_truncated_token: string | null;
-  body: AuditRecordBody;
+interface LegacyRow extends LegacyAuditRow {
   batch_previous_hash: string;
 }
-
-const legacyHash = (previous: string, row: LegacyRow, version: 1 | 2) => chainHash(previous, {
-  accountId: row.account_id, position: Number(row.position), id: row.id, executionTime: new Date(row.execution_time), action: row.action,
-  rootResourceType: row.root_resource_type, rootResourceId: row.root_resource_id, actorType: row.actor_type, actorId: row.actor_id,
-  methodType: row.method_type, methodTruncatedToken: row.method_truncated_token, body: auditBodyOf(row.body),
-}, version);
 
 const INSERT_BATCH = `insert into audit_batches (account_id, first_position, last_position, execution_time, context, records, record_offsets, actions, record_root_types, record_root_ids, previous_hash, hash, chain_version)
   values ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`;
@@ -212,7 +194,7 @@ describe('the chain format is versioned', () => {
       await client.query('delete from audit_batches where account_id = $1', [account.id]);
       for (const [index, row] of rows.entries()) {
         const version = index === 0 ? 1 : 2;
-        const hash = legacyHash(previous, row, version);
+        const hash = legacyLink(previous, row, version);
         await client.query(INSERT_BATCH, legacyBatch(row, previous, hash, version));
         previous = hash;
       }
@@ -235,7 +217,7 @@ describe('the chain format is versioned', () => {
 
     // Downgrading the newest batch (one record) to an unkeyed link (computable without the key) is caught.
     const [last] = await h.database.em().execute<LegacyRow[]>('select * from audit_records where account_id = ? and position = ?', [account.id, total]);
-    const unkeyed = legacyHash(last!.batch_previous_hash, last!, 1);
+    const unkeyed = legacyLink(last!.batch_previous_hash, last!, 1);
     await superuser(async (client) => {
       await client.query('alter table audit_batches disable trigger audit_batches_append_only');
       await client.query('delete from audit_batches where account_id = $1 and first_position = $2', [account.id, total]);

@@ -5,7 +5,7 @@ import type { Principal } from '../auth/principal.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import { InvalidInputError, MissingArgumentError, NotFoundError } from '../errors/domain-errors.js';
 import { auditBodyOf, type AuditRecordBody, type StoredReference } from './audit-record.js';
-import { arrayLiteral, recordsOfRoot, selectRecords, type AuditRow, type RecordSelection } from './audit-batches.js';
+import { recordsOfRoot, selectRecords, type AuditRow, type RecordSelection } from './audit-batches.js';
 
 export type { AuditRow } from './audit-batches.js';
 
@@ -103,8 +103,8 @@ export function auditSelection(filter: AuditMatch): RecordSelection {
     const bad = filter.rootResourceTypes.filter((type) => !RESOURCE_TYPE_PATTERN.test(type));
     if (bad.length) throw new InvalidInputError('root_resource_types[] takes plural resource type names such as users');
     rootTypes = new Set(filter.rootResourceTypes.map((type) => type.slice(0, -1)));
-    batchConditions.push('b.record_root_types && ?::text[]');
-    batchParams.push(arrayLiteral([...rootTypes]));
+    batchConditions.push('b.record_root_types && array[?]::text[]');
+    batchParams.push([...rootTypes]);
   }
   if (filter.actorType) {
     // Any of the record's actors: a user acting through a key is found by the user and by the key.
@@ -122,8 +122,8 @@ export function auditSelection(filter: AuditMatch): RecordSelection {
   let actions: Set<string> | undefined;
   if (filter.actions?.length) {
     actions = new Set(filter.actions);
-    batchConditions.push('b.actions && ?::text[]');
-    batchParams.push(arrayLiteral([...actions]));
+    batchConditions.push('b.actions && array[?]::text[]');
+    batchParams.push([...actions]);
   }
   return {
     batchConditions,

@@ -24,8 +24,8 @@ async function appendRecords(tx: EntityManager, accountId: string, changes: read
     { value: batch.actions },
     { value: batch.rootTypes },
     { value: batch.rootIds },
-    { value: pads.inner.toString('hex') },
-    { value: pads.outer.toString('hex') },
+    { value: pads.inner },
+    { value: pads.outer },
   ]);
 }
 

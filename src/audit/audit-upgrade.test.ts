@@ -2,13 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { MikroORM, type Options } from '@mikro-orm/core';
 import pg from 'pg';
+import { legacyLink, type LegacyAuditRow } from '../../test/support/audit-legacy.js';
 import { allCommitHooks, allEntities } from '../app/features.js';
 import { baseOrmOptions, openDatabase, postgresOrmOptions, type Database } from '../db/database.js';
 import { recordChange } from '../db/change-journal.js';
-import { chainHash, chainKeyPads } from './audit-chain.js';
+import { chainKeyPads } from './audit-chain.js';
 import { recordsOfRoot } from './audit-batches.js';
 import { verifyAuditChain } from './audit-maintenance.js';
-import { auditBodyOf, type AuditRecordBody } from './audit-record.js';
+import { auditBodyOf } from './audit-record.js';
 
 /**
  * A database upgraded to batches (migration 20261126030000) from the release before: its records,
@@ -37,19 +38,7 @@ afterAll(async () => {
   await admin.end();
 });
 
-interface OldRow {
-  account_id: string;
-  position: string;
-  id: string;
-  execution_time: Date;
-  action: string;
-  root_resource_type: string;
-  root_resource_id: string;
-  actor_type: string | null;
-  actor_id: string | null;
-  method_type: string;
-  method_truncated_token: string | null;
-  body: AuditRecordBody;
+interface OldRow extends LegacyAuditRow {
   previous_hash: string;
   hash: string;
   chain_version: number;
@@ -65,7 +54,7 @@ function oldAppend(client: pg.Client, accountId: string, records: Array<{ action
   });
   const pads = chainKeyPads();
   return client.query('select audit_append_records($1, $2, $3, $4::json, $5, $6)',
-    [accountId, records.map(() => randomUUID()), shared, JSON.stringify(contents), pads.inner.toString('hex'), pads.outer.toString('hex')]);
+    [accountId, records.map(() => randomUUID()), shared, JSON.stringify(contents), pads.inner, pads.outer]);
 }
 
 describe('upgrading a trail to batches', () => {
@@ -87,9 +76,7 @@ describe('upgrading a trail to batches', () => {
         let previous = '';
         await client.query('alter table audit_records disable trigger audit_records_append_only');
         for (const row of written) {
-          const hash = chainHash(previous, { accountId, position: Number(row.position), id: row.id, executionTime: new Date(row.execution_time), action: row.action,
-            rootResourceType: row.root_resource_type, rootResourceId: row.root_resource_id, actorType: row.actor_type, actorId: row.actor_id,
-            methodType: row.method_type, methodTruncatedToken: row.method_truncated_token, body: auditBodyOf(row.body) }, 1);
+          const hash = legacyLink(previous, row, 1);
           await client.query('update audit_records set chain_version = 1, previous_hash = $3, hash = $4 where account_id = $1 and position = $2', [accountId, row.position, previous, hash]);
           previous = hash;
         }
