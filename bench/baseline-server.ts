@@ -218,8 +218,8 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
 /**
  * The work the service's write path adds to every write, done by hand: one audit record per changed
  * user appended to the account's keyed hash chain, as one batch, by the schema's `audit_append_batch`
- * (the same statement the service sends), and the change announced to live-update listeners with
- * `pg_notify` (one statement, payloads below PostgreSQL's 8000-byte limit).
+ * (the same call the service makes), and the change announced to live-update listeners with
+ * `pg_notify` (payloads below PostgreSQL's 8000-byte limit), both in one statement.
  */
 const CHAIN_KEY_PADS = (() => {
   const block = Buffer.alloc(64);
@@ -267,10 +267,14 @@ async function recordTrail(
     batch.push(encoded);
   }
   payloads.push(`[${batch.join(',')}]`);
-  await query(client, `select ${payloads.map((_, index) => `pg_notify($${2 * index + 1}, $${2 * index + 2})`).join(', ')}`, payloads.flatMap((payload) => ['live_changes', payload]));
-  // Last: the chain head it locks is held to the commit, so nothing else runs under it.
-  await query(client, 'select audit_append_batch($1, $2, $3, $4, $5, $6, $7, $8, $9)',
-    [principal.accountId, context, Buffer.from(`[${elements.join(',')}]`), offsets, ['update'], changed.map(() => 'user'), changed.map((user) => user.id), CHAIN_KEY_PADS.inner, CHAIN_KEY_PADS.outer]);
+  // One statement, as the service's write path makes its commit hooks' calls; the append last: the chain head it locks is held to the commit.
+  const notifies = payloads.map((_, index) => `pg_notify($${2 * index + 1}, $${2 * index + 2})`);
+  const first = 2 * payloads.length + 1;
+  const append = `audit_append_batch(${Array.from({ length: 9 }, (_, index) => `$${first + index}`).join(', ')})`;
+  await query(client, `select ${[...notifies, append].join(', ')}`, [
+    ...payloads.flatMap((payload) => ['live_changes', payload]),
+    principal.accountId, context, Buffer.from(`[${elements.join(',')}]`), offsets, ['update'], changed.map(() => 'user'), changed.map((user) => user.id), CHAIN_KEY_PADS.inner, CHAIN_KEY_PADS.outer,
+  ]);
 }
 
 const server = http.createServer((req, res) => {

@@ -144,13 +144,15 @@ describe('statements per write', () => {
     const large = await put(ids.map((id) => ({ id, job_title: 'Thirty' })));
     const emails = await put(ids.map((id) => ({ id, email: `renamed-${id.toLowerCase()}@example.com` })));
     for (const { result } of [small, large, emails]) expect(result.status).toBe(200);
-    // credential, begin, the users locked and read in one statement, one update, the audit trail's
-    // records with its chain head (one statement, whatever the number of users), the live-update notification, commit; on PostgreSQL lock_timeout comes with the connection, embedded PGlite
-    // needs its SET LOCAL in the transaction.
+    // credential, begin, the users locked and read in one statement, one update, the commit hooks'
+    // calls in one statement (the live-update notification, then the audit trail's records with its
+    // chain head, whatever the number of users), commit; on PostgreSQL lock_timeout comes with the
+    // connection, embedded PGlite needs its SET LOCAL in the transaction.
     const shape = (statements: string[]) => statements.map((sql) => sql.split(/\s+/).slice(0, 2).join(' '));
     // One statement setting the transaction's timeouts, unless its connection carries them (PostgreSQL reached directly).
     const lockTimeout = h.database.transactions.policy.lockTimeoutOnConnection ? [] : ["select set_config('lock_timeout',"];
-    expect(shape(small.statements)).toEqual(['select k.id,', 'begin', ...lockTimeout, 'select id,', 'update users', 'select pg_notify(?,', 'select audit_append_batch($1,', 'commit']);
+    expect(shape(small.statements)).toEqual(['select k.id,', 'begin', ...lockTimeout, 'select id,', 'update users', 'select pg_notify($1,', 'commit']);
+    expect(small.statements.find((sql) => sql.startsWith('select pg_notify('))).toMatch(/^select pg_notify\(\$1, \$2\), audit_append_batch\(\$3, .*\$11\)$/);
     expect(shape(large.statements)).toEqual(shape(small.statements));
     expect(large.statements.filter((sql) => /for no key update/.test(sql))).toHaveLength(1);
     // Changed emails: one more statement for all of them, to find who holds them.

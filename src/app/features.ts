@@ -16,10 +16,7 @@ export const features: readonly Feature[] = [accountsFeature, usersFeature, oaut
 
 export const allEntities = () => features.flatMap((feature) => feature.entities);
 
-/** Every feature's commit hooks; those holding a lock to the commit (`locksUntilCommit`) last. */
-export const allCommitHooks = () => {
-  const hooks = features.flatMap((feature) => feature.commitHooks ?? []);
-  return [...hooks.filter((hook) => !hook.locksUntilCommit), ...hooks.filter((hook) => hook.locksUntilCommit)];
-};
+/** Every feature's commit hooks (the runner orders those holding a lock to the commit last). */
+export const allCommitHooks = () => features.flatMap((feature) => feature.commitHooks ?? []);
 
 export const allAppReadOnlyTables = () => features.flatMap((feature) => feature.appReadOnlyTables ?? []);

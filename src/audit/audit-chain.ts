@@ -1,6 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { deriveKey } from '../auth/server-secret.js';
-import { orderedBody, type AuditRecordBody, type DraftRecord } from './audit-record.js';
+import { orderedBody, type AuditRecordBody, type DraftBatch } from './audit-record.js';
 
 /** JSON with object keys sorted at every level: the same value hashes the same however it was stored (jsonb reorders keys). */
 export function canonicalJson(value: unknown): string {
@@ -70,24 +70,27 @@ export interface StoredBatch {
   rootIds: string[];
 }
 
-export function storedBatch(drafts: readonly DraftRecord[]): StoredBatch {
+export function storedBatch(batch: DraftBatch): StoredBatch {
   // The bytes are hashed as stored, so no canonical key order is needed: the drafts' own order is kept.
-  const { executionContext, actors, method } = drafts[0]!.body;
-  const elements = drafts.map((draft) => JSON.stringify([draft.id, draft.action, draft.rootResourceType, draft.rootResourceId, { rootResource: draft.body.rootResource, details: draft.body.details }]));
+  const elements = batch.records.map((draft) => JSON.stringify([draft.id, draft.action, draft.rootResourceType, draft.rootResourceId, { rootResource: draft.rootResource, details: draft.details }]));
+  const text = `[${elements.join(',')}]`;
+  const records = Buffer.from(text);
   const recordOffsets: number[] = [];
   let offset = 1;
+  // ASCII only (the usual case): bytes are characters, and no element needs measuring.
+  const ascii = records.length === text.length;
   for (const element of elements) {
     recordOffsets.push(offset);
-    offset += Buffer.byteLength(element) + 1;
+    offset += (ascii ? element.length : Buffer.byteLength(element)) + 1;
   }
   recordOffsets.push(offset);
   return {
-    context: JSON.stringify({ executionContext, actors, method }),
-    records: Buffer.from(`[${elements.join(',')}]`),
+    context: JSON.stringify(batch.context),
+    records,
     recordOffsets,
-    actions: [...new Set(drafts.map((draft) => draft.action))],
-    rootTypes: drafts.map((draft) => draft.rootResourceType),
-    rootIds: drafts.map((draft) => draft.rootResourceId),
+    actions: [...new Set(batch.records.map((draft) => draft.action))],
+    rootTypes: batch.records.map((draft) => draft.rootResourceType),
+    rootIds: batch.records.map((draft) => draft.rootResourceId),
   };
 }
 

@@ -112,8 +112,9 @@ describe('auditRecordAdded across instances', () => {
     client.subscribe('audit', AUDIT_ADDED);
     await sleep(150);
 
-    // The features' hooks (audit record, pg_notify) run, then a later hook fails: the transaction rolls back.
-    const failing: CommitHook = { name: 'test.failing', beforeCommit: async () => Promise.reject(new Error('refused at commit')) };
+    // The features' hooks' calls (pg_notify, the audit append) run, then a later hook's call in the same statement fails: the transaction rolls back.
+    await bDatabase.em().execute(`create or replace function test_refuse_at_commit() returns void language plpgsql as $$ begin raise exception 'refused at commit'; end $$`);
+    const failing: CommitHook = { name: 'test.failing', callsBeforeCommit: () => [{ name: 'test_refuse_at_commit', args: [] }] };
     await expect(
       bDatabase.transactions.withCommitHooks([failing]).run(bDatabase.em(), async (tx) => {
         recordChange(tx, { accountId: account.id, action: 'update', resource: { type: 'user', id: user.id }, fields: [{ name: 'job_title', value: 'Rolled back', beforeValue: null }] });

@@ -49,18 +49,23 @@ export function orderedBody(body: AuditRecordBody): AuditRecordBody {
   };
 }
 
-/** One record about to be chained: its columns and body, without its place in the chain. */
+/** What every record of one write shares: who acted, how and from where; stored once per batch. */
+export type DraftContext = Pick<AuditRecordBody, 'executionContext' | 'actors' | 'method'>;
+
+/** One record about to be chained: its own part, without its place in the chain. */
 export interface DraftRecord {
   id: string;
-  accountId: string;
   action: string;
   rootResourceType: string;
   rootResourceId: string;
-  actorType: string | null;
-  actorId: string | null;
-  methodType: MethodType;
-  methodTruncatedToken: string | null;
-  body: AuditRecordBody;
+  rootResource: StoredReference;
+  details: AuditRecordBody['details'];
+}
+
+/** The records of one write of one account, about to be chained as one batch. */
+export interface DraftBatch {
+  context: DraftContext;
+  records: DraftRecord[];
 }
 
 /**
@@ -111,50 +116,55 @@ function shown(value: unknown): string | null {
 
 const TAKES_AWAY = /^(delete|revoke|remove|purge)/;
 
+/** Who acted, how and from where: the same for every change a write makes. */
+export function draftContext(origin: WriteOrigin): DraftContext {
+  const methodType = methodTypeOf(origin);
+  // The reference: browser sessions and identity providers carry no token value.
+  const truncatedToken = methodType === 'browser' || methodType === 'identity_provider' ? null : (origin.principal?.credentialTail ?? null);
+  return {
+    executionContext: { requestId: origin.requestId ?? null, remoteAddress: origin.remoteAddress ?? null },
+    actors: actorsOf(origin),
+    method: { type: methodType, truncatedToken, description: origin.description ?? null },
+  };
+}
+
 /**
  * The record of one change: about the user it concerns (so `GET /users/{id}/audit/records` lists
  * everything done to that user, their keys, delegations and subscriptions included), else about
  * the changed resource itself.
  */
-export function draftRecord(change: Change, origin: WriteOrigin): DraftRecord {
+export function draftRecord(change: Change): DraftRecord {
   const resource = reference(change.resource.type, change.resource.id, change.resource.summary);
   const root = change.userId && !(change.resource.type === 'user' && change.resource.id === change.userId)
     ? reference('user', change.userId)
     : resource;
-  const rootType = change.userId ? 'user' : change.resource.type;
-  const rootId = change.userId ?? change.resource.id;
-  const actors = actorsOf(origin);
-  const methodType = methodTypeOf(origin);
-  // The reference: browser sessions and identity providers carry no token value.
-  const truncatedToken = methodType === 'browser' || methodType === 'identity_provider' ? null : (origin.principal?.credentialTail ?? null);
-  const referenceGroups = new Map<string, StoredReference[]>();
-  for (const item of change.references ?? []) {
-    const name = `${item.type}s`;
-    const group = referenceGroups.get(name);
-    if (group) group.push(reference(item.type, item.id));
-    else referenceGroups.set(name, [reference(item.type, item.id)]);
+  const references: AuditRecordBody['details']['references'] = [];
+  if (change.references?.length) {
+    const removing = TAKES_AWAY.test(change.action);
+    const groups = new Map<string, StoredReference[]>();
+    for (const item of change.references) {
+      const name = `${item.type}s`;
+      const group = groups.get(name);
+      if (group) group.push(reference(item.type, item.id));
+      else groups.set(name, [reference(item.type, item.id)]);
+    }
+    for (const [name, items] of groups) references.push({ name, added: removing ? null : items, removed: removing ? items : null });
   }
-  const removing = TAKES_AWAY.test(change.action);
   return {
     id: randomUUID(),
-    accountId: change.accountId,
     action: change.action,
-    rootResourceType: rootType,
-    rootResourceId: rootId,
-    actorType: actors[0]?.type ?? null,
-    actorId: actors[0]?.id ?? null,
-    methodType,
-    methodTruncatedToken: truncatedToken,
-    body: {
-      executionContext: { requestId: origin.requestId ?? null, remoteAddress: origin.remoteAddress ?? null },
-      actors,
-      method: { type: methodType, truncatedToken, description: origin.description ?? null },
-      rootResource: root,
-      details: {
-        resource,
-        fields: (change.fields ?? []).map((field) => ({ name: field.name, value: shown(field.value), beforeValue: shown(field.beforeValue) })),
-        references: [...referenceGroups].map(([name, items]) => ({ name, added: removing ? null : items, removed: removing ? items : null })),
-      },
+    rootResourceType: change.userId ? 'user' : change.resource.type,
+    rootResourceId: change.userId ?? change.resource.id,
+    rootResource: root,
+    details: {
+      resource,
+      fields: change.fields?.map((field) => ({ name: field.name, value: shown(field.value), beforeValue: shown(field.beforeValue) })) ?? [],
+      references,
     },
   };
+}
+
+/** The records of `changes` (all of one account) as one write of `origin`'s. */
+export function draftBatch(changes: readonly Change[], origin: WriteOrigin): DraftBatch {
+  return { context: draftContext(origin), records: changes.map(draftRecord) };
 }

@@ -3,16 +3,16 @@ import { openTestDatabase, type TestDatabase } from '../../test/support/database
 import { recordChange, type Change, type CommitHook, type WriteOrigin } from './change-journal.js';
 
 let database: TestDatabase;
+const statements: string[] = [];
 
 /** A hook that writes what it is handed into a table of the same transaction, as the audit trail does. */
 const seenByHook: CommitHook = {
   name: 'test.table',
-  async beforeCommit(tx, changes, origin) {
-    for (const change of changes) {
-      await tx.execute('insert into journal_seen (action, resource_id, face) values (?, ?, ?)', [change.action, change.resource.id, origin.face]);
-    }
-  },
+  callsBeforeCommit: (changes, origin) =>
+    changes.map((change) => ({ name: 'journal_seen_add', args: [{ value: change.action }, { value: change.resource.id }, { value: origin.face }] })),
 };
+/** A hook whose call the database refuses, after the other hooks' calls of the same statement ran. */
+const failing: CommitHook = { name: 'test.failing', callsBeforeCommit: () => [{ name: 'journal_refuse', args: [] }] };
 
 const change = (id: string): Change => ({ accountId: 'A', action: 'update', resource: { type: 'app', id } });
 
@@ -21,8 +21,11 @@ async function seen(): Promise<Array<{ action: string; resource_id: string; face
 }
 
 beforeAll(async () => {
-  database = await openTestDatabase();
+  database = await openTestDatabase({ onQuery: (sql) => statements.push(sql) });
   await database.em().execute('create table journal_seen (id serial primary key, action text, resource_id text, face text)');
+  await database.em().execute(`create function journal_seen_add(action text, resource_id text, face text) returns void language sql
+                                 as $$ insert into journal_seen (action, resource_id, face) values (action, resource_id, face) $$`);
+  await database.em().execute(`create function journal_refuse() returns void language plpgsql as $$ begin raise exception 'hook failed'; end $$`);
   // The features' own hooks (the audit trail) run too, and record changes against a real account.
   await database.em().execute(`insert into accounts (id, name) values ('A', 'Change journal')`);
 });
@@ -70,7 +73,6 @@ test('a nested run joins the outer journal; a hook that fails rolls the change b
   });
   expect((await seen()).map((row) => row.resource_id)).toEqual(['outer', 'inner']);
 
-  const failing: CommitHook = { name: 'test.failing', beforeCommit: async () => Promise.reject(new Error('hook failed')) };
   await expect(
     database.transactions.withCommitHooks([seenByHook, failing]).run(database.em(), async (tx) => {
       await tx.execute(`insert into journal_seen (action, resource_id, face) values ('direct', 'write', 'none')`);
@@ -78,6 +80,21 @@ test('a nested run joins the outer journal; a hook that fails rolls the change b
     }),
   ).rejects.toThrow('hook failed');
   expect((await seen()).map((row) => row.resource_id)).toEqual(['outer', 'inner']);
+});
+
+test("every hook's calls are made in one statement, a hook holding a lock to the commit last whatever order it was added in", async () => {
+  const holdingLock: CommitHook = {
+    name: 'test.locking',
+    locksUntilCommit: true,
+    callsBeforeCommit: (changes) => changes.map((change) => ({ name: 'journal_seen_add', args: [{ value: 'locked' }, { value: change.resource.id }, { value: 'lock' }] })),
+  };
+  statements.length = 0;
+  await database.transactions.withCommitHooks([holdingLock, seenByHook]).onBehalfOf({ face: 'rest' }).run(database.em(), async (tx) => {
+    recordChange(tx, change('first'));
+    recordChange(tx, change('second'));
+  });
+  expect((await seen()).map((row) => `${row.action} ${row.resource_id}`)).toEqual(['update first', 'update second', 'locked first', 'locked second']);
+  expect(statements.filter((sql) => sql.includes('journal_seen_add'))).toHaveLength(1);
 });
 
 test('recording outside a write transaction is refused rather than lost', () => {

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import type { Principal } from '../auth/principal.js';
+import type { FunctionCall } from './write-path.js';
 
 /**
  * Every verb a change is recorded with: a closed set, so the audit trail's filters and its GraphQL
@@ -61,16 +62,19 @@ export interface WriteOrigin {
 /**
  * A step of the write path itself, run inside every write transaction that recorded changes,
  * after its work and before its commit: whatever it writes commits or rolls back with the change.
+ * A hook says what to do as database function calls; the runner makes every hook's calls in one
+ * statement (`callFunctions`), so the steps of a write share one round trip.
  */
 export interface CommitHook {
   name: string;
   /**
    * The hook takes a lock that every write of the account waits for and holds it to the commit
-   * (the audit trail's chain head): it runs after the other hooks, so their statements are not made
+   * (the audit trail's chain head): its calls come after the other hooks', so theirs are not made
    * under it and one account's writers wait for each other as briefly as they can.
    */
   locksUntilCommit?: boolean;
-  beforeCommit(tx: EntityManager, changes: readonly Change[], origin: WriteOrigin): Promise<void>;
+  /** The calls that carry the hook out for `changes`, in the order they are to be made; none to skip. */
+  callsBeforeCommit(changes: readonly Change[], origin: WriteOrigin): readonly FunctionCall[];
 }
 
 /**

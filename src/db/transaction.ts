@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/sql';
 import { ServiceUnavailableError } from '../errors/domain-errors.js';
 import { openJournal, type CommitHook, type WriteOrigin } from './change-journal.js';
+import { callFunctions } from './write-path.js';
 
 /** How every write transaction behaves under contention. */
 export interface TransactionPolicy {
@@ -123,9 +124,14 @@ export class TransactionRunner {
     return this.with({}, [...this.observers, observer]);
   }
 
-  /** The same policy, running `hooks` before every commit that recorded changes (`recordChange`). */
+  /**
+   * The same policy, making the calls of `hooks` before every commit that recorded changes
+   * (`recordChange`), after those it already makes; hooks holding a lock to the commit
+   * (`locksUntilCommit`) always last.
+   */
   withCommitHooks(hooks: readonly CommitHook[]): TransactionRunner {
-    return this.with({ commitHooks: [...(this.extensions.commitHooks ?? []), ...hooks] });
+    const all = [...(this.extensions.commitHooks ?? []), ...hooks];
+    return this.with({ commitHooks: [...all.filter((hook) => !hook.locksUntilCommit), ...all.filter((hook) => hook.locksUntilCommit)] });
   }
 
   /** The same runner, calling `hook` after each commit (set once, when the database opens). */
@@ -150,7 +156,7 @@ export class TransactionRunner {
             if (journal.changes.length > 0) {
               // Flushed first so hooks read (and lock) what the work wrote, in the same transaction.
               await tx.flush();
-              for (const hook of this.extensions.commitHooks ?? []) await hook.beforeCommit(tx, journal.changes, this.origin);
+              await callFunctions(tx, (this.extensions.commitHooks ?? []).flatMap((hook) => hook.callsBeforeCommit(journal.changes, this.origin)));
             }
             return outcome;
           },

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/sql';
+import { CompiledQuery } from 'kysely';
 
 /**
  * The one place that decides how bulk writes reach the database without the unit of work. A
@@ -89,35 +90,61 @@ function quoteLiteral(text: string): string {
 }
 
 /**
- * An argument of `callFunction`, sent as a bound parameter, optionally cast (e.g. to `json`); an
- * array travels as a PostgreSQL array literal, typed by the function's parameter.
+ * An argument of a function call, sent as a bound parameter, optionally cast (e.g. to `json`); an
+ * array travels as a PostgreSQL array literal and bytes as binary, typed by the function's parameter.
  */
 export interface BoundArgument {
   value: string | number | boolean | null | readonly string[] | readonly number[] | Uint8Array;
   cast?: 'json' | 'jsonb' | 'text';
 }
 
+/** A call of a database function (of the schema, or built in like `pg_notify`), its arguments bound. */
+export interface FunctionCall {
+  name: string;
+  args: readonly BoundArgument[];
+}
+
+const FUNCTION_NAME = /^[a-z_][a-z0-9_]*$/;
+// Statement texts by the calls' shape (names, argument counts and casts): a handful in a process.
+const statementTexts = new Map<string, string>();
+const MAX_STATEMENT_TEXTS = 256;
+
+function statementText(calls: readonly FunctionCall[]): string {
+  const shape = calls.map((call) => `${call.name}(${call.args.map((arg) => arg.cast ?? '').join(',')})`).join(';');
+  let text = statementTexts.get(shape);
+  if (text !== undefined) return text;
+  let parameter = 0;
+  const expressions = calls.map((call) => {
+    // Names are the code's, never input: checked so that a slip cannot become SQL.
+    if (!FUNCTION_NAME.test(call.name)) throw new Error(`not a function name: ${JSON.stringify(call.name)}`);
+    return `${call.name}(${call.args.map((arg) => `$${++parameter}${arg.cast ? `::${arg.cast}` : ''}`).join(', ')})`;
+  });
+  text = `select ${expressions.join(', ')}`;
+  if (statementTexts.size >= MAX_STATEMENT_TEXTS) statementTexts.clear();
+  statementTexts.set(shape, text);
+  return text;
+}
+
 /**
- * Calls a database function of the schema in the transaction `tx` belongs to, its arguments bound
- * rather than written into the statement: MikroORM's `execute` inlines every value as an escaped
- * literal, built a character at a time, which for a batch's JSON (60 KB for 100 audit records)
- * costs more than building the batch. The statement is unnamed (no server-side prepared statement
- * survives it, as a transaction pooler requires) and is reported to MikroORM's logger like the
- * others, so statement counts and traces still see it.
+ * Makes `calls`, in order, in one statement on the transaction `tx` belongs to: the write path's
+ * commit hooks (live updates' `pg_notify`, the audit trail's append) share one round trip instead
+ * of one each. Arguments are bound rather than written into the statement: MikroORM's `execute`
+ * inlines every value as an escaped literal, built a character at a time, which for a batch's
+ * JSON (60 KB for 100 audit records) costs more than building the batch. The statement is unnamed
+ * (no server-side prepared statement survives it, as a transaction pooler requires) and is
+ * reported to MikroORM's logger like the others, so statement counts and traces still see it.
  */
-export async function callFunction(tx: EntityManager, name: string, args: readonly BoundArgument[]): Promise<void> {
-  const kysely = tx.getKysely();
-  const query = kysely
-    .selectNoFrom((eb) => eb.fn(name, args.map((arg) => (arg.cast ? eb.cast(eb.val(arg.value), arg.cast) : eb.val(arg.value)))).as('result'))
-    .compile();
+export async function callFunctions(tx: EntityManager, calls: readonly FunctionCall[]): Promise<void> {
+  if (calls.length === 0) return;
+  const query = CompiledQuery.raw(statementText(calls), calls.flatMap((call) => call.args.map((arg) => arg.value)));
   const started = performance.now();
   let failed = false;
   try {
-    await kysely.executeQuery(query);
+    await tx.getKysely().executeQuery(query);
   } catch (error) {
     failed = true;
     throw error;
   } finally {
-    tx.config.getLogger().logQuery({ query: query.sql, params: query.parameters, took: performance.now() - started, level: failed ? 'error' : 'info' });
+    tx.config.getLogger().logQuery({ query: query.sql, params: [...query.parameters], took: performance.now() - started, level: failed ? 'error' : 'info' });
   }
 }

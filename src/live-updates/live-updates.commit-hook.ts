@@ -8,9 +8,6 @@ import { encodeLiveChanges, LIVE_CHANNEL, toLiveChange } from './live-change.cod
  */
 export const liveUpdatesCommitHook: CommitHook = {
   name: 'live-updates',
-  async beforeCommit(tx, changes) {
-    const payloads = encodeLiveChanges(changes.map(toLiveChange));
-    // One statement however many payloads: a bulk write costs one round trip more, not one per element.
-    await tx.execute(`select ${payloads.map(() => 'pg_notify(?, ?)').join(', ')}`, payloads.flatMap((payload) => [LIVE_CHANNEL, payload]), 'run');
-  },
+  callsBeforeCommit: (changes) =>
+    encodeLiveChanges(changes.map(toLiveChange)).map((payload) => ({ name: 'pg_notify', args: [{ value: LIVE_CHANNEL }, { value: payload }] })),
 };
