@@ -465,6 +465,27 @@ describe('integrity', () => {
     }
   }
 
+  test('the roots index catches up past entries already there (written by hand, restored), keeping one of each', async () => {
+    const { account, ids } = await chainOf(3);
+    // The newest batch's entries, put in before the index reaches them.
+    await tamper(
+      `insert into audit_record_roots (account_id, root_resource_type, root_resource_id, execution_time, position, first_position)
+       select b.account_id, r.root_type, r.root_id, b.execution_time, b.first_position + r.n - 1, b.first_position
+         from audit_batches b cross join lateral unnest(b.record_root_types, b.record_root_ids) with ordinality as r(root_type, root_id, n)
+        where b.account_id = ? and b.first_position = (select max(first_position) from audit_batches where account_id = ?)`,
+      [account.id, account.id],
+    );
+    await indexAuditRoots(h.database.em(), account.id);
+    const [{ entries, indexed }] = await h.database.em().execute<{ entries: string | number; indexed: boolean }[]>(
+      `select (select count(*) from audit_record_roots where account_id = ?) as entries,
+              (select i.through_position = h.position from audit_chain_heads h join audit_root_index_heads i using (account_id) where account_id = ?) as indexed`,
+      [account.id, account.id],
+    );
+    expect(indexed).toBe(true);
+    expect(Number(entries)).toBe(ids.length);
+    expect(await verifyAuditChain(h.database.em(), account.id)).toEqual({ ok: true, verified: ids.length });
+  });
+
   test('verify counts an intact chain, and names an edited, a deleted and a reordered record', async () => {
     const intact = await chainOf(4);
     // The owner, the account key, the user's key, and the four updates.
