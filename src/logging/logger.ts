@@ -23,6 +23,13 @@ export function bufferedStdout(): DestinationStream {
 }
 
 /**
+ * Where a silent logger writes: nowhere. Standard output's stream would still write (nothing) to
+ * its descriptor every LOG_FLUSH_INTERVAL_MS, a write in flight that can hold a process (a test
+ * worker) past its end.
+ */
+const DISCARD: DestinationStream = { write: () => {} };
+
+/**
  * Credentials must never reach the logs: headers that carry them are redacted wherever
  * they appear, and request logging records the path without the query string.
  */
@@ -35,7 +42,7 @@ export function createLogger(config: Pick<AppConfig, 'logLevel'>, destination?: 
         censor: '[redacted]',
       },
     },
-    destination ?? bufferedStdout(),
+    destination ?? (config.logLevel === 'silent' ? DISCARD : bufferedStdout()),
   );
 }
 
