@@ -201,7 +201,7 @@ status() {
 #   haproxy    127.0.0.1:5445       the primary (Patroni's REST check GET /primary)
 #              127.0.0.1:5446       the replicas (GET /replica), round robin
 #
-# Usage: scripts/topology.sh ha start|stop|status|failover|switchover|env
+# Usage: scripts/topology.sh ha start|stop|reset|status|failover|switchover|env
 # synchronous_mode_strict: a commit waits for a synchronous standby even when none is left (writes
 # stall rather than be acknowledged on one node only), and Patroni promotes only that standby.
 # primary_start_timeout 0: a crashed leader is failed over at once rather than crash-recovered in place.
@@ -412,7 +412,19 @@ ha_stop() {
     for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
     rm -f "$(ha_node_dir "$n")/patroni.pid"
   done
-  log "ha topology stopped (data kept in $HA_DIR; remove it for a fresh cluster)"
+  log "ha topology stopped (data kept in $HA_DIR; ha reset removes it)"
+}
+
+# Stops the cluster and removes its data and Raft state, so the next `ha start` bootstraps a new
+# cluster. CI starts from one: a cluster restarted on an earlier run's state (the timeline the
+# failover test left, Raft journals) was seen electing no leader within two minutes.
+ha_reset() {
+  ha_stop
+  case "$HA_DIR" in
+    */ha) rm -rf "$HA_DIR" ;;
+    *) log "not removing $HA_DIR (not a directory named ha)"; return 1 ;;
+  esac
+  log "ha topology removed ($HA_DIR)"
 }
 
 ha_env() {
@@ -461,12 +473,13 @@ if [ "${1:-}" = ha ]; then
   case "${2:-}" in
     start) ha_start ;;
     stop) ha_stop ;;
+    reset) ha_reset ;;
     status) ha_status ;;
     env) ha_env ;;
     failover) ha_failover ;;
     switchover) ha_switchover ;;
     *)
-      echo "usage: $0 ha start|stop|status|env|failover|switchover" >&2
+      echo "usage: $0 ha start|stop|reset|status|env|failover|switchover" >&2
       exit 2
       ;;
   esac
@@ -491,7 +504,7 @@ case "${1:-}" in
   status) status ;;
   env) print_env ;;
   *)
-    echo "usage: $0 start|stop|status|env|replica-stop|replica-start, or $0 ha start|stop|status|env|failover|switchover" >&2
+    echo "usage: $0 start|stop|status|env|replica-stop|replica-start, or $0 ha start|stop|reset|status|env|failover|switchover" >&2
     exit 2
     ;;
 esac
