@@ -117,7 +117,7 @@ function shown(value: unknown): string | null {
 const TAKES_AWAY = /^(delete|revoke|remove|purge)/;
 
 /** Who acted, how and from where: the same for every change a write makes. */
-export function draftContext(origin: WriteOrigin): DraftContext {
+function draftContext(origin: WriteOrigin): DraftContext {
   const methodType = methodTypeOf(origin);
   // The reference: browser sessions and identity providers carry no token value.
   const truncatedToken = methodType === 'browser' || methodType === 'identity_provider' ? null : (origin.principal?.credentialTail ?? null);
@@ -133,7 +133,7 @@ export function draftContext(origin: WriteOrigin): DraftContext {
  * everything done to that user, their keys, delegations and subscriptions included), else about
  * the changed resource itself.
  */
-export function draftRecord(change: Change): DraftRecord {
+function draftRecord(change: Change): DraftRecord {
   const resource = reference(change.resource.type, change.resource.id, change.resource.summary);
   const root = change.userId && !(change.resource.type === 'user' && change.resource.id === change.userId)
     ? reference('user', change.userId)

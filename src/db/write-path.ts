@@ -90,12 +90,11 @@ function quoteLiteral(text: string): string {
 }
 
 /**
- * An argument of a function call, sent as a bound parameter, optionally cast (e.g. to `json`); an
- * array travels as a PostgreSQL array literal and bytes as binary, typed by the function's parameter.
+ * An argument of a function call, sent as a bound parameter typed by the function's parameter: an
+ * array travels as a PostgreSQL array literal, bytes as binary.
  */
 export interface BoundArgument {
   value: string | number | boolean | null | readonly string[] | readonly number[] | Uint8Array;
-  cast?: 'json' | 'jsonb' | 'text';
 }
 
 /** A call of a database function (of the schema, or built in like `pg_notify`), its arguments bound. */
@@ -105,24 +104,15 @@ export interface FunctionCall {
 }
 
 const FUNCTION_NAME = /^[a-z_][a-z0-9_]*$/;
-// Statement texts by the calls' shape (names, argument counts and casts): a handful in a process.
-const statementTexts = new Map<string, string>();
-const MAX_STATEMENT_TEXTS = 256;
 
 function statementText(calls: readonly FunctionCall[]): string {
-  const shape = calls.map((call) => `${call.name}(${call.args.map((arg) => arg.cast ?? '').join(',')})`).join(';');
-  let text = statementTexts.get(shape);
-  if (text !== undefined) return text;
   let parameter = 0;
   const expressions = calls.map((call) => {
     // Names are the code's, never input: checked so that a slip cannot become SQL.
     if (!FUNCTION_NAME.test(call.name)) throw new Error(`not a function name: ${JSON.stringify(call.name)}`);
-    return `${call.name}(${call.args.map((arg) => `$${++parameter}${arg.cast ? `::${arg.cast}` : ''}`).join(', ')})`;
+    return `${call.name}(${call.args.map(() => `$${++parameter}`).join(', ')})`;
   });
-  text = `select ${expressions.join(', ')}`;
-  if (statementTexts.size >= MAX_STATEMENT_TEXTS) statementTexts.clear();
-  statementTexts.set(shape, text);
-  return text;
+  return `select ${expressions.join(', ')}`;
 }
 
 /**
