@@ -13,11 +13,11 @@ import path from 'node:path';
 import v8 from 'node:v8';
 import { destination } from 'pino';
 import { allCommitHooks, allEntities } from '../src/app/features.js';
-import { createApp } from '../src/app/app.js';
+import { createApp } from '../src/app/create-app.js';
 import { openDatabase } from '../src/db/database.js';
 import { createLogger } from '../src/logging/logger.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
-import { DEFAULT_LIVE_LIMITS } from '../src/live-updates/live-socket-server.js';
+import { DEFAULT_LIVE_LIMITS } from '../src/faces/ws/socket-server.js';
 import { BENCH_URLS } from './settings.js';
 import { AUDIT_TRAIL_HOOK } from '../src/audit/audit-trail.hook.js';
 

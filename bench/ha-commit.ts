@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import pg from 'pg';
-import { createApp } from '../src/app/app.js';
+import { createApp } from '../src/app/create-app.js';
 import { allCommitHooks, allEntities } from '../src/app/features.js';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';

@@ -7,9 +7,9 @@ import { resolveServerSecret } from './auth/server-secret.js';
 import { configureAuditChainKey } from './audit/audit-chain.js';
 import { greetFirstStart } from './app/first-start.js';
 import { allCommitHooks, allEntities } from './app/features.js';
-import { createApp } from './app/app.js';
+import { createApp } from './app/create-app.js';
 import { createRateLimiter } from './auth/rate-limit.js';
-import { shutdownGracefully } from './app/shutdown.js';
+import { shutdownGracefully } from './http/shutdown.js';
 import { startTracing } from './observability/tracing.js';
 import { sharedRecentWrites } from './db/recent-writes.js';
 

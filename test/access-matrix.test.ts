@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { features } from '../src/app/features.js';
-import { buildAppSchema } from '../src/graphql/schema.js';
+import { features, appSchema } from '../src/app/features.js';
 import { AccountsService } from '../src/accounts/accounts.service.js';
 import { issueDelegation } from '../src/oauth-delegations/oauth-delegation.service.js';
 import { SCOPES, type Scope } from '../src/auth/scopes.js';
@@ -227,7 +226,7 @@ async function freshSubject(): Promise<Subject> {
 
 test('every REST route and GraphQL root field has a row in the matrix', async () => {
   const routes = features.flatMap((feature) => feature.routes.map((route) => `${route.method.toUpperCase()} ${route.path}`));
-  const schema = await buildAppSchema();
+  const schema = await appSchema();
   const fields = [
     ...Object.keys(schema.getQueryType()!.getFields()).map((name) => `Query.${name}`),
     ...Object.keys(schema.getMutationType()!.getFields()).map((name) => `Mutation.${name}`),

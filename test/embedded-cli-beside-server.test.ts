@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import supertest from 'supertest';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
-import { createApp, type App } from '../src/app/app.js';
+import { createApp, type App } from '../src/app/create-app.js';
 import { allCommitHooks, allEntities } from '../src/app/features.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
 import { openDatabase, type Database } from '../src/db/database.js';

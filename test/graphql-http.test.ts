@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { appSchema } from '../src/app/features.js';
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,9 +8,8 @@ import { createRequire } from 'node:module';
 import supertest from 'supertest';
 import { expressMiddleware } from '@as-integrations/express5';
 import { ApolloServer } from '@apollo/server';
-import { buildAppSchema } from '../src/graphql/schema.js';
-import { apolloHttpHandler } from '../src/graphql/http-handler.js';
-import { inSequence } from '../src/app/in-sequence.js';
+import { apolloHttpHandler } from '../src/faces/graphql/http-handler.js';
+import { inSequence } from '../src/http/in-sequence.js';
 import { startHarness, type Harness } from './support/harness.js';
 
 /** Express's own weak ETag generator (its `etag fn`), which `res.send` applies. */
@@ -47,7 +47,7 @@ function ask(server: http.Server, method: string, path: string, headers: Record<
 
 describe('POST and GET /graphql through apolloHttpHandler', () => {
   test('answer the same status, headers (in order) and bytes as @as-integrations/express5', async () => {
-    const schema = await buildAppSchema();
+    const schema = await appSchema();
     const apollo = new ApolloServer<object>({ schema, csrfPrevention: true });
     await apollo.start();
     const context = async () => ({ authentication: { status: 'anonymous' } }) as object;

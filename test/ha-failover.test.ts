@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { createApp, type App } from '../src/app/app.js';
+import { createApp, type App } from '../src/app/create-app.js';
 import { allCommitHooks, allEntities } from '../src/app/features.js';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';

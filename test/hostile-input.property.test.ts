@@ -23,7 +23,7 @@ import { features } from '../src/app/features.js';
 import type { HttpRouteDeps } from '../src/app/feature.js';
 import { startHarness, type Credential, type Harness } from './support/harness.js';
 import { createLogger } from '../src/logging/logger.js';
-import { scimUserRoutes } from '../src/scim/scim.routes.js';
+import { scimUserRoutes } from '../src/scim/scim.user-routes.js';
 import { ProvisioningTokensService } from '../src/scim/provisioning-tokens.service.js';
 import {
   GRAPHQL_CLIENT_ERROR_CODES,

@@ -1,8 +1,8 @@
 import http from 'node:http';
+import { appSchema } from '../src/app/features.js';
 import type { AddressInfo } from 'node:net';
 import supertest from 'supertest';
 import { startHarness, type Harness, type TestAccount } from './support/harness.js';
-import { buildAppSchema } from '../src/graphql/schema.js';
 import { unboundedStringInputs } from '../src/graphql/input-bounds.js';
 import { classifyError } from '../src/graphql/errors.js';
 import { USER_FIELD_LIMITS } from '../src/users/user.validation.js';
@@ -188,7 +188,7 @@ describe('9. Node\'s own refusals carry the REST envelope', () => {
 
 describe('10. length bounds on every string input', () => {
   test('every String input of the schema declares its bound (the server refuses to start otherwise)', async () => {
-    expect(unboundedStringInputs(await buildAppSchema())).toEqual([]);
+    expect(unboundedStringInputs(await appSchema())).toEqual([]);
   });
 
   test('a 100 KB search term is refused before any SQL beyond authentication runs, on both faces', async () => {

@@ -4,7 +4,7 @@ import supertest from 'supertest';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { startHarness, TEST_SETTINGS, type Harness, type TestAccount, type TestUser } from './support/harness.js';
 import { ServedDocumentChecker } from './support/openapi.js';
-import { buildOpenApiDocument } from '../src/rest/openapi-document.js';
+import { buildOpenApiDocument } from '../src/faces/rest/openapi-document.js';
 import { features } from '../src/app/features.js';
 import type { RestRoute } from '../src/rest/route.js';
 import { loadConfig } from '../src/config/config.js';

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import supertest from 'supertest';
-import { createApp } from '../src/app/app.js';
+import { createApp } from '../src/app/create-app.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
 import { AccountsService } from '../src/accounts/accounts.service.js';
 import { createLogger } from '../src/logging/logger.js';

@@ -10,7 +10,7 @@ import { parseLsn, type Replica } from '../src/db/replicas.js';
 import { randomBytes } from 'node:crypto';
 import supertest from 'supertest';
 import { allEntities } from '../src/app/features.js';
-import { createApp } from '../src/app/app.js';
+import { createApp } from '../src/app/create-app.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
 import { openDatabase } from '../src/db/database.js';
 import { sharedRecentWrites } from '../src/db/recent-writes.js';

@@ -1,4 +1,4 @@
-import type { RequestHandler, Router } from 'express';
+import type { Router } from 'express';
 import type { CredentialResolver } from '../auth/authenticate.js';
 import type { Database } from '../db/database.js';
 import type { CommitHook } from '../db/change-journal.js';
@@ -8,15 +8,25 @@ import type { PlainOperationDescription } from '../rest/description.js';
 import type { RestRoute } from '../rest/route.js';
 import type { SignInMethod } from '../auth/sign-in-method.js';
 import type { UserDeletedHook, UserSuspendedHook } from '../users/user-lifecycle.js';
-import type { Runtime } from './runtime.js';
+import type { HttpRouteDeps } from '../http/runtime.js';
+import type { ScimRoute } from '../scim/scim.route-row.js';
 
-/** What a plain HTTP route (outside GraphQL and the v2 REST facade) may use. */
-export interface HttpRouteDeps {
+export type { HttpRouteDeps };
+
+/** Work a running server repeats in the background, every `everyMs`, one round at a time. */
+export interface Job {
+  name: string;
+  everyMs: number;
+  run(): Promise<unknown>;
+  /** The warning logged (throttled) when a round fails. */
+  failure: string;
+}
+
+/** What a feature's background jobs may use; an interval left unset is the feature's default. */
+export interface JobDeps {
   database: Database;
-  runtime: Runtime;
   logger: Logger;
-  /** Draws on the client address's request budget (429 past it): for routes outside the API's credential budgets. */
-  limitPerAddress: RequestHandler;
+  settings: { auditRetentionDays?: number; auditCheckpointIntervalMs?: number; auditRootIndexIntervalMs?: number };
 }
 
 /** What a feature module contributes; `src/app/features.ts` lists them, and nothing else needs to know. */
@@ -42,6 +52,10 @@ export interface Feature {
   httpRoutes?: (router: Router, deps: HttpRouteDeps) => void;
   /** The OpenAPI descriptions of `httpRoutes`, so the document lists them too. */
   httpRouteDescriptions?: PlainOperationDescription[];
+  /** SCIM route rows (`/scim/v2`), served by the SCIM face like REST rows. */
+  scimRoutes?: ScimRoute[];
+  /** Background work while the server runs (`src/app/jobs.ts` runs it, the server's stop ends it). */
+  jobs?: (deps: JobDeps) => Job[];
   /** Named OpenAPI schemas (`#/components/schemas/<name>`) the feature's route descriptions refer to. */
   schemas?: Record<string, oas31.SchemaObject>;
 }

@@ -9,6 +9,8 @@ import { ssoFeature } from '../sso/sso.feature.js';
 import { scimFeature } from '../scim/scim.feature.js';
 import { liveUpdatesFeature } from '../live-updates/live-updates.feature.js';
 import { credentialsFeature } from '../credentials/credentials.feature.js';
+import type { GraphQLSchema } from 'graphql';
+import { buildAppSchema } from '../graphql/schema.js';
 import type { Feature } from './feature.js';
 
 /** Every feature of the product, in one place: entities, schema, REST rows, credentials, deletion hooks. */
@@ -20,3 +22,8 @@ export const allEntities = () => features.flatMap((feature) => feature.entities)
 export const allCommitHooks = () => features.flatMap((feature) => feature.commitHooks ?? []);
 
 export const allAppReadOnlyTables = () => features.flatMap((feature) => feature.appReadOnlyTables ?? []);
+
+let schema: Promise<GraphQLSchema> | undefined;
+
+/** The one schema of every feature's resolvers, built once per process; every face executes against it. */
+export const appSchema = (): Promise<GraphQLSchema> => (schema ??= buildAppSchema(features.flatMap((feature) => feature.resolvers)));

@@ -3,7 +3,7 @@ import { recordChange } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { batchHash, chainHash, checkpointIsAuthentic, holdsOnlyChainedFields, signCheckpoint, type AuditCheckpoint } from './audit-chain.js';
 import { batchRecords, walkBatches, type AuditRow, type BatchRow } from './audit-batches.js';
-import type { PublicUrls } from '../app/runtime.js';
+import type { PublicUrls } from '../http/runtime.js';
 import { auditBodyOf } from './audit-record.js';
 import { presentAuditRecord } from './audit-record.rest.js';
 import { presentAuditRow } from './audit-records.service.js';

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/sql';
-import type { PublicUrls } from '../app/runtime.js';
+import type { PublicUrls } from '../http/runtime.js';
 import { policy } from '../auth/policy.js';
 import type { Principal } from '../auth/principal.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';

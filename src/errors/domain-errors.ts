@@ -87,8 +87,15 @@ export class NotFoundError extends DomainError {
 }
 
 export class RateLimitedError extends DomainError {
-  constructor(readonly retryAfterSeconds: number) {
-    super('rate_limited', 'Rate Limit Exceeded', [`Too many requests; retry in ${retryAfterSeconds} seconds.`]);
+  constructor(readonly retryAfterSeconds: number, detail = `Too many requests; retry in ${retryAfterSeconds} seconds.`) {
+    super('rate_limited', 'Rate Limit Exceeded', [detail]);
+  }
+}
+
+/** The request's body is in a media type or encoding the server does not read. */
+export class UnsupportedMediaTypeError extends DomainError {
+  constructor(detail: string) {
+    super('unsupported_media_type', 'Unsupported Media Type', [detail]);
   }
 }
 

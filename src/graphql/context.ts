@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/sql';
-import type { Runtime } from '../app/runtime.js';
+import type { Runtime } from '../http/runtime.js';
 import type { Authentication } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
 import type { TransactionRunner } from '../db/transaction.js';

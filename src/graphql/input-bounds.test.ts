@@ -1,12 +1,12 @@
 import 'reflect-metadata';
+import { appSchema } from '../app/features.js';
 import { parse } from 'graphql';
-import { buildAppSchema } from './schema.js';
 import { operationInputProblems } from './input-bounds.js';
 
 // The bounds walk checks each input position with what was computed for it once; the names and
 // messages are those of the value's place in the arguments.
 test('problems of a bulk input name the element and field; literals and variables alike', async () => {
-  const schema = await buildAppSchema();
+  const schema = await appSchema();
   const document = parse('mutation($input: UpdateUsersInput!) { updateUsers(input: $input) { users { id } } }');
   const users = Array.from({ length: 100 }, (_, index) => ({ id: `P${String(index).padStart(6, '0')}`, jobTitle: `Title ${index}` }));
   expect(operationInputProblems(schema, document, undefined, { input: { users } })).toEqual([]);

@@ -3,17 +3,17 @@ import { buildSchema, type NonEmptyArray } from 'type-graphql';
 import { lexicographicSortSchema, printSchema, type GraphQLObjectType, type GraphQLSchema } from 'graphql';
 import { DateTimeResolver } from 'graphql-scalars';
 import { authChecker } from '../auth/auth-checker.js';
-import { features } from '../app/features.js';
 import { unboundedStringInputs } from './input-bounds.js';
 import { installPlainResolvers } from './plain-resolvers.js';
 import { contextOnlyPubSub } from './live-session.js';
 
-let built: Promise<GraphQLSchema> | undefined;
-
-/** Built once per process from every feature's resolvers; both faces execute against it. */
-export function buildAppSchema(): Promise<GraphQLSchema> {
-  built ??= buildSchema({
-    resolvers: features.flatMap((feature) => feature.resolvers) as NonEmptyArray<Function>,
+/**
+ * The schema every face executes against, from the resolvers given (every feature's): refused when a
+ * string input has no declared length bound.
+ */
+export function buildAppSchema(resolvers: readonly Function[]): Promise<GraphQLSchema> {
+  return buildSchema({
+    resolvers: resolvers as NonEmptyArray<Function>,
     authChecker,
     authMode: 'error',
     validate: false,
@@ -26,7 +26,6 @@ export function buildAppSchema(): Promise<GraphQLSchema> {
     describeRootTypes(schema);
     return schema;
   });
-  return built;
 }
 
 /** type-graphql names the root types without a description; every type of the schema has one. */
@@ -40,6 +39,6 @@ function describeRootTypes(schema: GraphQLSchema): void {
 }
 
 /** The SDL kept in `schema/schema.graphql`, sorted so it diffs cleanly. */
-export async function printAppSchema(): Promise<string> {
-  return `${printSchema(lexicographicSortSchema(await buildAppSchema()))}\n`;
+export function printAppSchema(schema: GraphQLSchema): string {
+  return `${printSchema(lexicographicSortSchema(schema))}\n`;
 }

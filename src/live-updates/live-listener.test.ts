@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import supertest from 'supertest';
-import { createApp } from '../app/app.js';
+import { createApp } from '../app/create-app.js';
 import { allCommitHooks, allEntities } from '../app/features.js';
 import { createRateLimiter } from '../auth/rate-limit.js';
 import { recordChange, type Change } from '../db/change-journal.js';

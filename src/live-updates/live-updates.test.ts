@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { App } from '../app/app.js';
+import type { App } from '../app/create-app.js';
 import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
 import { ProvisioningTokensService } from '../scim/provisioning-tokens.service.js';
 import { metricsRegistry } from '../observability/metrics.js';

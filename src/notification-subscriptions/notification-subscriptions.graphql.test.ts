@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { appSchema } from '../app/features.js';
 import { execute, parse } from 'graphql';
 import { startHarness, type Harness } from '../../test/support/harness.js';
 import { subscriptionFixtures } from '../../test/support/subscriptions.js';
-import { buildAppSchema } from '../graphql/schema.js';
 import { createContext } from '../graphql/context.js';
 import { classifyError } from '../graphql/errors.js';
 import type { OAuthPrincipal } from '../auth/principal.js';
@@ -177,7 +177,7 @@ describe('GraphQL access', () => {
   });
 
   test('OAuth tokens need subscribers.read to list and subscribers.write to change, and nothing more', async () => {
-    const schema = await buildAppSchema();
+    const schema = await appSchema();
     const account = await h.createAccount();
     const user = await h.createUser(account);
     await register(account, 'incident', 'PINC001');

@@ -1,7 +1,7 @@
 import type { oas31 } from 'openapi3-ts';
 import { MAX_SCIM_PAGE_SIZE } from './scim.discovery.js';
 import { PATCH_OP_SCHEMA } from './scim.patch.js';
-import type { ScimRoute } from './scim.route.js';
+import type { ScimRoute } from './scim.route-row.js';
 import { SCIM_BASE_PATH, SCIM_USER_SCHEMA } from './scim.user.js';
 
 const SCIM_MEDIA = 'application/scim+json';

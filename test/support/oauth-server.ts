@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import * as client from 'openid-client';
-import { createApp, type App } from '../../src/app/app.js';
+import { createApp, type App } from '../../src/app/create-app.js';
 import { createRateLimiter, type RateLimiter } from '../../src/auth/rate-limit.js';
 import type { Database } from '../../src/db/database.js';
 import { openTestDatabase } from './database.js';

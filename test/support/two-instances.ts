@@ -1,5 +1,5 @@
 import supertest from 'supertest';
-import { createApp, type App } from '../../src/app/app.js';
+import { createApp, type App } from '../../src/app/create-app.js';
 import { allCommitHooks, allEntities } from '../../src/app/features.js';
 import { createRateLimiter } from '../../src/auth/rate-limit.js';
 import { openDatabase, type Database } from '../../src/db/database.js';

@@ -1,10 +1,9 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { parse, type OperationDefinitionNode } from 'graphql';
-import type { ErrorKind } from '../errors/domain-errors.js';
+import { ConflictError, InvalidInputError, UnprocessableError, type DomainError } from '../errors/domain-errors.js';
 import type { Context } from '../graphql/context.js';
-import { sendGraphQLError } from '../graphql/error-response.js';
-import { sendError } from '../rest/envelopes.js';
+import { faceOf, type FaceName } from './face.js';
 import type { Logger } from '../logging/logger.js';
 import { IdempotencyStore } from './idempotency-store.js';
 
@@ -14,8 +13,6 @@ const WRITE_METHODS = new Set(['POST', 'PUT', 'DELETE']);
 /** What a replay repeats besides status and body; request ids, rate-limit and CORS headers are the retry's own. */
 const REPLAYED_HEADERS = ['content-type', 'location', 'deprecation', 'link'];
 const TRANSIENT_GRAPHQL_CODES = new Set(['SERVICE_UNAVAILABLE', 'INTERNAL_SERVER_ERROR']);
-
-export type Face = 'rest' | 'graphql';
 
 interface CapturedResponse {
   status: number;
@@ -63,7 +60,7 @@ function isGraphQLMutation(body: unknown): boolean {
  * A final answer is kept and replayed; a 5xx (or a GraphQL response whose only news is an outage
  * or a masked defect) is not, so the retry runs again: nothing was written in that case.
  */
-function isFinalOutcome(face: Face, response: CapturedResponse): boolean {
+function isFinalOutcome(face: FaceName, response: CapturedResponse): boolean {
   if (response.status >= 500) return false;
   if (face !== 'graphql') return true;
   try {
@@ -120,19 +117,18 @@ function holdResponse(res: Response, settle: (response: CapturedResponse) => Pro
  * is stored for a day, per credential; the same request again gets it back without running, the
  * same key with another request is 422, and a retry while the first still runs is 409.
  */
-export function idempotentWrites(face: Face, options: IdempotencyOptions): RequestHandler {
+export function idempotentWrites(face: FaceName, options: IdempotencyOptions): RequestHandler {
   const { store, sealingKey, logger } = options;
-  const reject = (res: Response, kind: ErrorKind, message: string, detail: string) => {
-    if (kind === 'conflict') res.set('Retry-After', '1');
-    if (face === 'graphql') return sendGraphQLError(res, kind, detail);
-    sendError(res, kind, message, [detail]);
+  const reject = (res: Response, error: DomainError) => {
+    if (error.kind === 'conflict') res.set('Retry-After', '1');
+    faceOf(res).answer(res, error);
   };
 
   return async (req: Request, res: Response, next: NextFunction) => {
     const key = req.get('idempotency-key');
     if (key === undefined || !WRITE_METHODS.has(req.method)) return next();
     if (!KEY_PATTERN.test(key)) {
-      return reject(res, 'invalid_input', 'Invalid Input Provided', `The Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters.`);
+      return reject(res, new InvalidInputError(`The Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters.`));
     }
     // A client that left before its body arrived sent no request to remember (its retry will run).
     if (!req.complete) return next();
@@ -148,17 +144,17 @@ export function idempotentWrites(face: Face, options: IdempotencyOptions): Reque
     try {
       const claim = await store.claim(scope, key, fingerprint);
       if (claim.outcome === 'different_request') {
-        return reject(res, 'unprocessable', 'Unprocessable Entity', 'This Idempotency-Key was already used for a different request; use a new key for a new request.');
+        return reject(res, new UnprocessableError('This Idempotency-Key was already used for a different request; use a new key for a new request.'));
       }
       if (claim.outcome === 'running') {
-        return reject(res, 'conflict', 'Conflict', 'A request with this Idempotency-Key is still being processed; retry once it has completed.');
+        return reject(res, new ConflictError('A request with this Idempotency-Key is still being processed; retry once it has completed.'));
       }
       if (claim.outcome === 'completed') {
         let stored: Omit<CapturedResponse, 'status'>;
         try {
           stored = unseal(sealingKey, associated, claim.sealed);
         } catch {
-          return reject(res, 'unprocessable', 'Unprocessable Entity', 'The stored outcome of this Idempotency-Key can no longer be read (the server secret changed); use a new key.');
+          return reject(res, new UnprocessableError('The stored outcome of this Idempotency-Key can no longer be read (the server secret changed); use a new key.'));
         }
         res.status(claim.status).set(stored.headers).set('Idempotent-Replayed', 'true');
         res.end(stored.body);

@@ -3,14 +3,13 @@ import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDi
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { GraphQLError, type DocumentNode, type GraphQLSchema } from 'graphql';
-import type { Logger } from '../logging/logger.js';
-import type { ThrottledWarning } from '../logging/throttled-log.js';
-import type { Context } from './context.js';
-import { classifyError, formatGraphQLError } from './errors.js';
-import { InvalidInputError } from '../errors/domain-errors.js';
-import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from './input-bounds.js';
-import { GRAPHQL_MAX_TOKENS, queryLimitRules, type QueryLimits } from './limits.js';
-import { assertOperationCostWithin } from './cost.js';
+import { reportFailure, type FailureLog } from '../../http/answer-error.js';
+import type { Context } from '../../graphql/context.js';
+import { classifyError, formatGraphQLError } from '../../graphql/errors.js';
+import { InvalidInputError } from '../../errors/domain-errors.js';
+import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from '../../graphql/input-bounds.js';
+import { GRAPHQL_MAX_TOKENS, queryLimitRules, type QueryLimits } from '../../graphql/limits.js';
+import { assertOperationCostWithin } from '../../graphql/cost.js';
 import { markDocumentError } from './error-response.js';
 
 /**
@@ -56,7 +55,7 @@ function subscriptionsOverWebSocketOnly(): ApolloServerPlugin<Context> {
  * before any response hook, when the answer carries data: with none, nothing was shown. If that work
  * fails, the answer is replaced by the error (logged as any other), so nothing it guarded is sent.
  */
-function workBeforeAnswer(logger: Logger, outages: ThrottledWarning): ApolloServerPlugin<Context> {
+function workBeforeAnswer(log: FailureLog): ApolloServerPlugin<Context> {
   return {
     async requestDidStart() {
       return {
@@ -69,11 +68,9 @@ function workBeforeAnswer(logger: Logger, outages: ThrottledWarning): ApolloServ
                 await contextValue.beforeAnswer.run();
               } catch (failure) {
                 const error = new GraphQLError('The answer could not be given', { originalError: failure instanceof Error ? failure : new Error(String(failure)) });
-                const kind = classifyError(error).kind;
-                if (kind === 'unavailable') outages.warn({ err: failure, requestId: contextValue.requestId }, 'database unavailable: answering SERVICE_UNAVAILABLE');
-                else if (kind === 'internal') logger.error({ err: failure, requestId: contextValue.requestId }, 'unhandled error in GraphQL operation');
+                reportFailure(log, error, { requestId: contextValue.requestId }, failure);
                 response.body = { kind: 'single', singleResult: { errors: [formatGraphQLError(error.toJSON(), error)] } };
-                response.http.status = kind === 'unavailable' ? 503 : 500;
+                response.http.status = classifyError(error).kind === 'unavailable' ? 503 : 500;
               }
             },
           };
@@ -83,43 +80,24 @@ function workBeforeAnswer(logger: Logger, outages: ThrottledWarning): ApolloServ
   };
 }
 
-/** Logs what will be masked, with the request id that the masked error carries to the client. */
-function maskedErrorLogging(logger: Logger): ApolloServerPlugin<Context> {
+/**
+ * Reports what the answer will carry (a masked defect with the request id the masked error carries
+ * to the client; an outage, throttled). A dependency outage is an answer, not a defect:
+ * `Retry-After`, and HTTP 503 when nothing else came back (a partial result keeps GraphQL's 200).
+ */
+function failuresReported(log: FailureLog): ApolloServerPlugin<Context> {
   return {
     async requestDidStart() {
       return {
         async didEncounterErrors({ errors, contextValue }) {
-          // Outages are logged, throttled, by unavailableAnswers; only defects are errors.
-          for (const error of errors) {
-            if (classifyError(error).kind === 'internal') logger.error({ err: error.originalError ?? error, requestId: contextValue.requestId }, 'unhandled error in GraphQL operation');
-          }
+          for (const error of errors) reportFailure(log, error, { requestId: contextValue.requestId }, error.originalError ?? error);
         },
         async willSendResponse({ response, contextValue }) {
           if (response.body.kind !== 'single') return;
-          for (const error of response.body.singleResult.errors ?? []) {
+          const { errors, data } = response.body.singleResult;
+          for (const error of errors ?? []) {
             if (error.extensions?.code === 'INTERNAL_SERVER_ERROR') (error.extensions as Record<string, unknown>).requestId = contextValue.requestId;
           }
-        },
-      };
-    },
-  };
-}
-
-/**
- * A dependency outage is an answer, not a defect: one throttled warn line, `Retry-After`, and
- * HTTP 503 when nothing else came back (a partial result keeps GraphQL's 200).
- */
-function unavailableAnswers(outages: ThrottledWarning): ApolloServerPlugin<Context> {
-  return {
-    async requestDidStart() {
-      return {
-        async didEncounterErrors({ errors, contextValue }) {
-          const outage = errors.find((error) => classifyError(error).kind === 'unavailable');
-          if (outage) outages.warn({ err: outage.originalError ?? outage, requestId: contextValue.requestId }, 'database unavailable: answering SERVICE_UNAVAILABLE');
-        },
-        async willSendResponse({ response }) {
-          if (response.body.kind !== 'single') return;
-          const { errors, data } = response.body.singleResult;
           if (!errors?.some((error) => error.extensions?.code === 'SERVICE_UNAVAILABLE')) return;
           response.http.headers.set('retry-after', '1');
           if (!data || Object.values(data).every((value) => value === null)) response.http.status = 503;
@@ -167,8 +145,7 @@ function documentErrorsMarked(): ApolloServerPlugin<Context> {
 
 export interface ApolloOptions {
   schema: GraphQLSchema;
-  logger: Logger;
-  outages: ThrottledWarning;
+  log: FailureLog;
   introspection: boolean;
   landingPage: boolean;
   limits: QueryLimits;
@@ -184,13 +161,14 @@ export interface ApolloOptions {
  */
 export const DOCUMENT_STORE_MAX_BYTES = 2 * 1024 * 1024;
 
-export function createApolloServer(options: ApolloOptions): ApolloServer<Context> {
-  return new ApolloServer<Context>({
+/** Apollo Server over the schema, started (its plugins' start hooks run): mounted by the GraphQL face. */
+export async function startApolloServer(options: ApolloOptions): Promise<ApolloServer<Context>> {
+  const server = new ApolloServer<Context>({
     schema: options.schema,
     documentStore: new InMemoryLRUCache<DocumentNode>({ maxSize: DOCUMENT_STORE_MAX_BYTES }),
     introspection: options.introspection,
     csrfPrevention: true,
-    // main.ts owns SIGTERM/SIGINT (src/app/shutdown.ts): it drains HTTP, stops Apollo, then closes the database.
+    // main.ts owns SIGTERM/SIGINT (src/http/shutdown.ts): it drains HTTP, stops Apollo, then closes the database.
     stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: false,
     parseOptions: { maxTokens: GRAPHQL_MAX_TOKENS },
@@ -203,12 +181,13 @@ export function createApolloServer(options: ApolloOptions): ApolloServer<Context
       uncacheableResponses(),
       documentErrorsMarked(),
       options.landingPage ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false }) : ApolloServerPluginLandingPageDisabled(),
-      workBeforeAnswer(options.logger, options.outages),
-      maskedErrorLogging(options.logger),
-      unavailableAnswers(options.outages),
+      workBeforeAnswer(options.log),
+      failuresReported(options.log),
       inputBoundsAndCost(options.limits.maxCost),
       subscriptionsOverWebSocketOnly(),
       ...(options.plugins ?? []),
     ],
   });
+  await server.start();
+  return server;
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { NextFunction, Request, Response } from 'express';
-import { sendGraphQLError } from '../graphql/error-response.js';
+import { sendGraphQLError } from '../faces/graphql/error-response.js';
 
 /**
  * The operations a deployment's own clients send, from Apollo's persisted-query manifest
@@ -61,7 +61,7 @@ export function trustedBody(trusted: TrustedDocuments, query: unknown, extension
  * or hash (`extensions.persistedQuery.sha256Hash`, the query then optional) or sent in full with
  * exactly a listed text. Anything else is refused with PERSISTED_QUERY_NOT_FOUND before parsing.
  * The REST and SCIM faces run their own documents through their executor, not through here; the
- * WebSocket's subscriptions pass `trustedBody` too (src/live-updates/live-socket-server.ts).
+ * WebSocket's subscriptions pass `trustedBody` too (src/faces/ws/socket-server.ts).
  */
 export function trustedDocumentsOnly(trusted: TrustedDocuments) {
   return (req: Request, res: Response, next: NextFunction): void => {

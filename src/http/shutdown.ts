@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { Database } from '../db/database.js';
 import { flushLog, type Logger } from '../logging/logger.js';
-import type { App } from './app.js';
+import type { App } from '../app/create-app.js';
 
 export interface ShutdownOptions {
   app: Pick<App, 'beginDraining' | 'stop'>;

@@ -2,7 +2,7 @@ import { HeaderMap, type ApolloServer, type HTTPGraphQLRequest } from '@apollo/s
 import { expressMiddleware, type ExpressMiddlewareOptions } from '@as-integrations/express5';
 import { parse as urlParse } from 'node:url';
 import type { NextFunction, Request, Response } from 'express';
-import { sendText } from '../rest/envelopes.js';
+import { sendText } from '../../rest/envelopes.js';
 import { documentErrorStatus, isDocumentError } from './error-response.js';
 
 /** The Content-Types Apollo answers with that Express's `res.send` leaves exactly as they are. */

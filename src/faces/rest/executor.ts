@@ -16,18 +16,16 @@ import {
 } from 'graphql';
 import { compileQuery, isCompiledQuery } from 'graphql-jit';
 import { createRequire } from 'node:module';
-import type { Logger } from '../logging/logger.js';
-import type { ThrottledWarning } from '../logging/throttled-log.js';
-import { requirePrincipal, type Context } from '../graphql/context.js';
-import { classifyError } from '../graphql/errors.js';
-import { DomainError, InvalidInputError } from '../errors/domain-errors.js';
-import { acceptableOperationInputs, type CompiledCoercion } from '../graphql/input-bounds.js';
-import { unstorableStrings } from './params.js';
-import { observeRestOperation } from '../observability/graphql.js';
-import { reserveOperationName } from '../observability/metrics.js';
-import { sendError, sendJson } from './envelopes.js';
-import type { OperationDocument, RestRequest, RestRoute } from './route.js';
-import { validateDescribedInput } from './description.js';
+import { answerError, type FailureLog } from '../../http/answer-error.js';
+import { requirePrincipal, type Context } from '../../graphql/context.js';
+import { DomainError, InvalidInputError } from '../../errors/domain-errors.js';
+import { acceptableOperationInputs, type CompiledCoercion } from '../../graphql/input-bounds.js';
+import { unstorableStrings } from '../../rest/params.js';
+import { observeRestOperation } from '../../observability/graphql.js';
+import { reserveOperationName } from '../../observability/metrics.js';
+import { sendJson } from '../../rest/envelopes.js';
+import type { OperationDocument, RestRequest, RestRoute } from '../../rest/route.js';
+import { validateDescribedInput } from '../../rest/description.js';
 
 /** Runs the document with the variables as the row made them (`raw`) and as the input bounds coerced them. */
 type Run = (context: Context, raw: Record<string, unknown>, coerced: Record<string, unknown>) => Promise<ExecutionResult> | ExecutionResult;
@@ -128,23 +126,13 @@ function compiled(schema: GraphQLSchema, document: DocumentNode, definition: Ope
  * variables, executed against the same schema, and shaped into the REST envelope. Errors
  * go through the same error table as GraphQL's.
  */
-export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSchema, logger: Logger, outages?: ThrottledWarning): Router {
+export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSchema, log: FailureLog): Router {
   const router = Router();
   for (const { route, document, definition, operation, coerce, run } of prepared) {
+    const where = { route: `${route.method.toUpperCase()} ${route.path}` };
     router[route.method](route.path, async (req: Request, res: Response) => {
       const context = res.locals.context as Context;
       if (route.successor) res.set(deprecationHeaders(route.successor, context));
-      const fail = (error: unknown) => {
-        const classified = classifyError(error);
-        if (classified.kind === 'internal') {
-          logger.error({ err: error, requestId: context.requestId, route: `${route.method.toUpperCase()} ${route.path}` }, 'unhandled error in REST route');
-          return sendError(res, 'internal', 'Internal Server Error', [`Quote request id ${context.requestId} when reporting this error.`]);
-        }
-        if (classified.kind === 'unavailable') {
-          outages?.warn({ err: error, requestId: context.requestId, route: `${route.method.toUpperCase()} ${route.path}` }, 'database unavailable: answering 503');
-        }
-        sendError(res, classified.kind, classified.message, classified.details);
-      };
       try {
         const principal = requirePrincipal(context);
         const raw = { params: req.params as Record<string, string>, query: req.query as RestRequest['query'], body: req.body };
@@ -156,7 +144,7 @@ export function restRouter(prepared: readonly PreparedRoute[], schema: GraphQLSc
         const response = route.respond(data, request);
         sendJson(res, response.status, response.body, response.headers);
       } catch (error) {
-        fail(error);
+        answerError(res, error, log, where);
       }
     });
   }

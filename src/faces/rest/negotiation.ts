@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import { sendError } from './envelopes.js';
-import { excerpt } from '../graphql/input-bounds.js';
+import { sendError } from '../../rest/envelopes.js';
+import { excerpt } from '../../graphql/input-bounds.js';
 
 /** Distinct acceptable `Accept` headers remembered per app: enough for every real client, bounded against made-up ones. */
 const REMEMBERED_ACCEPT_HEADERS = 256;

@@ -5,7 +5,7 @@ import { MAX_SCIM_PAGE_SIZE, listResponse } from './scim.discovery.js';
 import { ScimInputError } from './scim.errors.js';
 import { userFilterLookups } from './scim.filter.js';
 import { applyPatch } from './scim.patch.js';
-import type { ScimRequest, ScimRoute } from './scim.route.js';
+import type { ScimRequest, ScimRoute } from './scim.route-row.js';
 import { changesBetween, changesFromResource, presentScimUser } from './scim.user.js';
 
 const document = (file: string) => operationDocument(import.meta.url, file, './operations/scim-user-fields.graphql');

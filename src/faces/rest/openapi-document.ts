@@ -1,11 +1,11 @@
 import type { oas31 } from 'openapi3-ts';
-import { SCOPES } from '../auth/scopes.js';
-import { ERROR_TABLE } from '../errors/error-table.js';
-import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../app/idempotency.js';
-import type { ErrorKind } from '../errors/domain-errors.js';
-import type { PlainOperationDescription, Schema } from './description.js';
-import type { RestRoute } from './route.js';
-import { referenceSchema } from './openapi-schemas.js';
+import { SCOPES } from '../../auth/scopes.js';
+import { ERROR_TABLE } from '../../errors/error-table.js';
+import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../http/idempotency.js';
+import type { ErrorKind } from '../../errors/domain-errors.js';
+import type { PlainOperationDescription, Schema } from '../../rest/description.js';
+import type { RestRoute } from '../../rest/route.js';
+import { referenceSchema } from '../../rest/openapi-schemas.js';
 
 export interface DocumentSources {
   routes: readonly RestRoute[];
@@ -22,7 +22,7 @@ export interface DocumentSettings {
 /** Statuses any v2 API route may answer, whatever it is asked: credentials, versioning, rate limit, failures. */
 const COMMON_ERROR_STATUSES = [401, 406, 429, 500, 503] as const;
 
-/** Methods that accept an `Idempotency-Key` (src/app/idempotency.ts). */
+/** Methods that accept an `Idempotency-Key` (src/http/idempotency.ts). */
 const IDEMPOTENT_METHODS = new Set(['post', 'put', 'delete']);
 
 const ERROR_TITLES: Record<number, string> = {

@@ -1,14 +1,13 @@
 import 'reflect-metadata';
 import { getVariableValues } from 'graphql';
-import { features } from '../app/features.js';
-import { buildAppSchema } from '../graphql/schema.js';
-import { scimUserRoutes } from '../scim/scim.routes.js';
+import { features, appSchema } from '../../app/features.js';
+import { scimUserRoutes } from '../../scim/scim.user-routes.js';
 import { prepareRoutes } from './executor.js';
 
 // The input bounds take graphql-jit's coercion of a row's variables where it accepts them, and
 // graphql-js's otherwise: both must give the same values for what graphql-js accepts.
 test('the compiled coercion of every row gives what graphql-js gives, or refuses and leaves it to graphql-js', async () => {
-  const schema = await buildAppSchema();
+  const schema = await appSchema();
   const prepared = [...prepareRoutes(schema, features.flatMap((feature) => feature.routes)), ...prepareRoutes(schema, scimUserRoutes)];
   const user = { id: 'PUSER01', name: 'Ada', email: 'ada@example.com', timeZone: 'Europe/Paris', color: null, role: 'ADMIN', description: null, jobTitle: 'SRE' };
   const samples: Record<string, unknown>[] = [

@@ -1,6 +1,6 @@
 import type { Requirement } from '../auth/auth-checker.js';
 import type { Principal } from '../auth/principal.js';
-import type { ExecutableRow } from '../rest/executor.js';
+import type { ExecutableRow } from '../faces/rest/executor.js';
 import type { OperationDocument } from '../rest/route.js';
 
 export interface ScimRequest {

@@ -1,18 +1,16 @@
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import type { GraphQLSchema } from 'graphql';
-import { assertRequirements } from '../auth/auth-checker.js';
-import { requirePrincipal, type Context } from '../graphql/context.js';
-import { NotFoundError, StaleVersionError } from '../errors/domain-errors.js';
-import type { Logger } from '../logging/logger.js';
-import type { ThrottledWarning } from '../logging/throttled-log.js';
+import { assertRequirements } from '../../auth/auth-checker.js';
+import { requirePrincipal, type Context } from '../../graphql/context.js';
+import { NotFoundError, StaleVersionError } from '../../errors/domain-errors.js';
+import { answerError, type FailureLog } from '../../http/answer-error.js';
 import { executePrepared, prepareRoutes, type PreparedRoute } from '../rest/executor.js';
-import { unstorableStrings } from '../rest/params.js';
-import { requestRejection } from '../app/hostile-requests.js';
-import { classifyError } from '../graphql/errors.js';
-import { USER_RESOURCE_TYPE, USER_SCHEMA_RESOURCE, listResponse, serviceProviderConfig } from './scim.discovery.js';
-import { ScimInputError, sendScim, sendScimError } from './scim.errors.js';
-import type { ScimRequest, ScimRoute } from './scim.route.js';
-import { scimUserRoutes } from './scim.routes.js';
+import { unstorableStrings } from '../../rest/params.js';
+import { requestRejection } from '../../http/hostile-requests.js';
+import { classifyError } from '../../graphql/errors.js';
+import { USER_RESOURCE_TYPE, USER_SCHEMA_RESOURCE, listResponse, serviceProviderConfig } from '../../scim/scim.discovery.js';
+import { ScimInputError, sendScim } from '../../scim/scim.errors.js';
+import type { ScimRequest, ScimRoute } from '../../scim/scim.route-row.js';
 
 /** A read-modify-write that lost a race (and had no If-Match) reads again, at most this often. */
 const STALE_RETRIES = 3;
@@ -33,13 +31,13 @@ interface PreparedScimRoute {
 
 /**
  * The SCIM face (SPEC section 12): each route row executes its GraphQL document through the same
- * schema and per-request context as REST and GraphQL (src/rest/executor.ts), so authorization,
+ * schema and per-request context as REST and GraphQL (src/faces/rest/executor.ts), so authorization,
  * validation and loading exist once; errors are translated once, into SCIM's error schema.
  * Credentials were resolved and the rate limit applied before this router.
  */
-export function scimRouter(schema: GraphQLSchema, logger: Logger, outages?: ThrottledWarning): Router {
-  const rows = prepareRoutes(schema, scimUserRoutes);
-  const currents = prepareRoutes(schema, scimUserRoutes.flatMap((route) => (route.current ? [{ ...route, operation: route.current.operation }] : [])));
+export function scimRouter(schema: GraphQLSchema, routes: readonly ScimRoute[], log: FailureLog): Router {
+  const rows = prepareRoutes(schema, routes);
+  const currents = prepareRoutes(schema, routes.flatMap((route) => (route.current ? [{ ...route, operation: route.current.operation }] : [])));
   const prepared: PreparedScimRoute[] = rows.map((row) => ({ row, current: row.route.current ? currents.find((candidate) => candidate.route.path === row.route.path && candidate.route.method === row.route.method) : undefined }));
 
   const router = Router();
@@ -51,12 +49,7 @@ export function scimRouter(schema: GraphQLSchema, logger: Logger, outages?: Thro
   });
   router.use(express.json({ limit: '1mb', type: BODY_TYPES, strict: false }));
 
-  const fail = (res: Response, error: unknown, where: string) => {
-    const context = res.locals.context as Context | undefined;
-    const translated = sendScimError(res, error);
-    if (translated.kind === 'internal') logger.error({ err: error, requestId: context?.requestId, route: where }, 'unhandled error in SCIM route');
-    if (translated.kind === 'unavailable') outages?.warn({ err: error, requestId: context?.requestId, route: where }, 'database unavailable: answering 503');
-  };
+  const fail = (res: Response, error: unknown, route: string) => answerError(res, error, log, { route });
 
   const scimRequest = (req: Request, context: Context): ScimRequest => {
     const raw = { params: req.params as Record<string, string>, query: req.query as ScimRequest['query'], body: req.body };
@@ -117,13 +110,13 @@ export function scimRouter(schema: GraphQLSchema, logger: Logger, outages?: Thro
   discovery('/ResourceTypes', () => listResponse([USER_RESOURCE_TYPE], 1));
   discovery('/ResourceTypes/User', () => USER_RESOURCE_TYPE);
 
-  router.use((_req: Request, res: Response) => sendScimError(res, new NotFoundError('SCIM endpoint')));
+  router.use((_req: Request, res: Response) => fail(res, new NotFoundError('SCIM endpoint'), 'SCIM'));
   // Body parsing and anything else outside a route's own handling, in SCIM's shape.
   router.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const rejection = requestRejection(error);
     if (rejection) {
       const tooLarge = (error as { type?: unknown }).type === 'entity.too.large';
-      return sendScimError(res, new ScimInputError(tooLarge ? 'invalidValue' : 'invalidSyntax', rejection.detail));
+      return fail(res, new ScimInputError(tooLarge ? 'invalidValue' : 'invalidSyntax', rejection.detail), 'SCIM');
     }
     fail(res, error, 'SCIM');
   });

@@ -1,8 +1,8 @@
 import type { Response } from 'express';
-import type { ErrorKind } from '../errors/domain-errors.js';
-import { ERROR_TABLE } from '../errors/error-table.js';
-import { sendText } from '../rest/envelopes.js';
-import { graphqlErrorBody } from './errors.js';
+import type { ErrorKind } from '../../errors/domain-errors.js';
+import { ERROR_TABLE } from '../../errors/error-table.js';
+import { sendText } from '../../rest/envelopes.js';
+import { graphqlErrorBody } from '../../graphql/errors.js';
 
 const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json; charset=utf-8';
 const JSON_TYPE = 'application/json; charset=utf-8';

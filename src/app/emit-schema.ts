@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { printAppSchema } from './schema.js';
+import { printAppSchema } from '../graphql/schema.js';
+import { appSchema } from './features.js';
 
 const target = path.resolve(process.argv[2] ?? 'schema/schema.graphql');
 fs.mkdirSync(path.dirname(target), { recursive: true });
-fs.writeFileSync(target, await printAppSchema());
+fs.writeFileSync(target, printAppSchema(await appSchema()));
 process.stderr.write(`wrote ${path.relative(process.cwd(), target)}\n`);

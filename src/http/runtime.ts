@@ -1,7 +1,9 @@
 import type { CredentialResolver } from '../auth/authenticate.js';
 import type { TrustProxy } from '../config/config.js';
 import type { SignInMethod } from '../auth/sign-in-method.js';
-import type { HttpRouteDeps } from './feature.js';
+import type { RequestHandler } from 'express';
+import type { Database } from '../db/database.js';
+import type { Logger } from '../logging/logger.js';
 import type { CursorCodec } from '../graphql/cursor.js';
 import type { UserDeletedHook, UserSuspendedHook } from '../users/user-lifecycle.js';
 
@@ -25,4 +27,13 @@ export interface Runtime {
   /** Builders of the sign-in methods besides the password (the authorization server builds them when it mounts). */
   signInMethods: readonly ((deps: HttpRouteDeps) => SignInMethod)[];
   userSuspendedHooks: readonly UserSuspendedHook[];
+}
+
+/** What a plain HTTP route (outside GraphQL and the v2 REST facade) may use. */
+export interface HttpRouteDeps {
+  database: Database;
+  runtime: Runtime;
+  logger: Logger;
+  /** Draws on the client address's request budget (429 past it): for routes outside the API's credential budgets. */
+  limitPerAddress: RequestHandler;
 }
