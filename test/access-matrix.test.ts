@@ -8,7 +8,7 @@ import { startHarness, type Credential, type Harness, type TestAccount } from '.
 
 /**
  * Every operation in scope (each REST route and each GraphQL root field) x every kind of
- * credential -> the outcome SPEC section 2 prescribes. The rules are restated here, independent
+ * credential -> the outcome the access rules prescribe (docs/security.md). The rules are restated here, independent
  * of the implementation, and both faces must give the same answer.
  */
 type Outcome = 'ok' | 400 | 401 | 403 | 404;
@@ -41,9 +41,9 @@ const CHANGE_USER: Rule = { scope: 'users.write', write: true, who: 'self_or_man
 // Update multiple: an id the account does not have is "one bad element", a 400 naming it.
 const CHANGE_USERS: Rule = { ...CHANGE_USER, otherAccount: 400 };
 const DELETE_USER: Rule = { scope: 'users.write', write: true, who: 'manager', otherAccount: 404 };
-// SPEC: "the user themself (any role), or can_update_user": for another user only managers; read-only keys never.
+// The rule: "the user themself (any role), or can_update_user": for another user only managers; read-only keys never.
 const REGENERATE: Rule = { scope: 'users.write', write: true, who: 'self_or_manager', otherAccount: 404 };
-// SPEC lists no 404 for DELETE /oauth_delegations: an unknown user is a 400 naming it.
+// The REST conventions list no 404 for DELETE /oauth_delegations: an unknown user is a 400 naming it.
 const REVOKE: Rule = { scope: 'oauth_delegations.write', write: true, who: 'self_or_manager', otherAccount: 400 };
 // One delegation by id: self or can_update_user; revoking lowers access, so no write requirement (a read-only user may end their own grant).
 const REVOKE_ONE: Rule = { scope: 'oauth_delegations.write', write: false, who: 'self_or_manager', otherAccount: 404 };
@@ -51,7 +51,7 @@ const REVOCATION_STATUS: Rule = { scope: 'oauth_delegations.read', write: false,
 const READ_DELEGATIONS: Rule = { scope: 'oauth_delegations.read', write: false, who: 'self_or_manager', otherAccount: 404 };
 const READ_SUBSCRIPTIONS: Rule = { scope: 'subscribers.read', write: false, who: 'self_or_manager', otherAccount: 404 };
 const WRITE_SUBSCRIPTIONS: Rule = { scope: 'subscribers.write', write: true, who: 'self_or_manager', otherAccount: 404 };
-// SPEC section 13: the account's trail for owners, admins and full-access account keys; a user's for themself or can_update_user.
+// The account's trail for owners, admins and full-access account keys; a user's for themself or can_update_user.
 const READ_AUDIT: Rule = { scope: 'audit_records.read', write: false, who: 'manager', otherAccount: 'ok' };
 const READ_USER_AUDIT: Rule = { scope: 'audit_records.read', write: false, who: 'self_or_manager', otherAccount: 404 };
 
@@ -110,7 +110,7 @@ const ROWS: Row[] = [
   { operation: 'Mutation.deleteUser', rule: DELETE_USER, call: graphql('mutation($id: ID!) { deleteUser(input: { id: $id }) { deletedUserId } }', (s) => ({ id: s.id })) },
   { operation: 'Mutation.regenerateUserCalendarKey', rule: REGENERATE, call: graphql('mutation($id: ID!) { regenerateUserCalendarKey(input: { userId: $id }) { user { id } } }', (s) => ({ id: s.id })) },
   { operation: 'Mutation.deleteOAuthDelegations', rule: REVOKE, call: graphql('mutation($id: ID!) { deleteOAuthDelegations(input: { userId: $id, types: [MOBILE] }) { revokedCount } }', (s) => ({ id: s.id })) },
-  // Ending sign-in sessions lowers access too (SPEC section 17): no write requirement, like revoking one delegation.
+  // Ending sign-in sessions lowers access too: no write requirement, like revoking one delegation.
   { operation: 'Mutation.revokeSignInSessions', rule: REVOKE_ONE, call: graphql('mutation($id: ID!) { revokeSignInSessions(input: { userId: $id }) { revokedCount } }', (s) => ({ id: s.id })) },
   { operation: 'Mutation.revokeOAuthDelegation', rule: REVOKE_ONE, call: graphql('mutation($id: ID!, $userId: ID!) { revokeOAuthDelegation(input: { userId: $userId, id: $id }) { oauthDelegation { id } } }', (s) => ({ id: s.delegationId, userId: s.id })) },
   { operation: 'Query.oauthDelegationRevocationRequestsStatus', rule: REVOCATION_STATUS, call: graphql('{ oauthDelegationRevocationRequestsStatus { pendingCount } }') },
@@ -122,21 +122,21 @@ const ROWS: Row[] = [
 ];
 
 /**
- * Operations of the authorization server (SPEC section 10) that no OAuth scope of the section 2
+ * Operations of the authorization server that no OAuth scope of the access rules
  * table governs, so this matrix cannot state their rule; their access is tested where named.
  */
 const OUTSIDE_SCOPE_TABLE: Record<string, string> = {
   'Query.oauthApps': 'can_update_user, a token needs oauth_delegations.read; src/oauth-server/oauth-server.apps.test.ts, test/least-privilege.test.ts',
   'Mutation.changeMyPassword': 'the calling user through a credential that may write the user, with the current password; src/oauth-server/password-change.test.ts',
   'Query.singleSignOn': 'can_update_user; src/sso/sso.oidc.test.ts',
-  'Query.apiKeys': 'SPEC section 18: account_admin, or the user themself with userId; a token needs credentials.read; src/accounts/api-keys.test.ts',
-  'Mutation.createApiKey': 'SPEC section 18: account_admin for account keys, the user themself or can_update_user for user keys, nothing minted beyond the caller; src/accounts/api-keys.test.ts',
-  'Mutation.revokeApiKey': 'SPEC section 18; src/accounts/api-keys.test.ts, src/credentials/credentials-revocation.test.ts',
-  'Mutation.rollApiKey': 'SPEC section 18; src/accounts/api-keys.test.ts',
-  'Query.provisioningTokens': 'SPEC section 18: account_admin, a token needs credentials.read; src/scim/provisioning-tokens.graphql.test.ts',
-  'Mutation.createProvisioningToken': 'SPEC section 18: account_admin with can_update_user; src/scim/provisioning-tokens.graphql.test.ts',
-  'Mutation.revokeProvisioningToken': 'SPEC section 18: account_admin; src/scim/provisioning-tokens.graphql.test.ts, src/credentials/credentials-revocation.test.ts',
-  // SPEC section 18: account_admin, a token needs credentials.write (scopes added after the section 2 table).
+  'Query.apiKeys': 'account_admin, or the user themself with userId; a token needs credentials.read; src/accounts/api-keys.test.ts',
+  'Mutation.createApiKey': 'account_admin for account keys, the user themself or can_update_user for user keys, nothing minted beyond the caller; src/accounts/api-keys.test.ts',
+  'Mutation.revokeApiKey': 'src/accounts/api-keys.test.ts, src/credentials/credentials-revocation.test.ts',
+  'Mutation.rollApiKey': 'src/accounts/api-keys.test.ts',
+  'Query.provisioningTokens': 'account_admin, a token needs credentials.read; src/scim/provisioning-tokens.graphql.test.ts',
+  'Mutation.createProvisioningToken': 'account_admin with can_update_user; src/scim/provisioning-tokens.graphql.test.ts',
+  'Mutation.revokeProvisioningToken': 'account_admin; src/scim/provisioning-tokens.graphql.test.ts, src/credentials/credentials-revocation.test.ts',
+  // account_admin, a token needs credentials.write (scopes added after the access table).
   'Mutation.registerOAuthApp': 'account_admin, write, a token needs credentials.write; src/oauth-server/apps.graphql.test.ts',
   'Mutation.rotateOAuthAppSecret': 'account_admin, write, a token needs credentials.write; src/oauth-server/apps.graphql.test.ts',
   'Mutation.updateOAuthApp': 'account_admin, write, a token needs credentials.write; src/oauth-server/apps.graphql.test.ts',
@@ -148,7 +148,7 @@ const OUTSIDE_SCOPE_TABLE: Record<string, string> = {
 
 interface CredentialKind {
   name: string;
-  /** The expected outcome for a rule, from SPEC section 2. */
+  /** The expected outcome for a rule, from the access rules. */
   expect(rule: Rule): Outcome;
   key(rule: Rule): Credential;
 }
@@ -234,7 +234,7 @@ test('every REST route and GraphQL root field has a row in the matrix', async ()
   expect(ROWS.map((row) => row.operation).sort()).toEqual([...routes, ...fields].filter((operation) => !(operation in OUTSIDE_SCOPE_TABLE)).sort());
 });
 
-test('matrix: every operation x every credential gives the outcome SPEC section 2 prescribes', async () => {
+test('matrix: every operation x every credential gives the outcome the access rules prescribe', async () => {
   const mismatches: string[] = [];
   let cells = 0;
   for (const row of ROWS) {

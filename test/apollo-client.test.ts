@@ -6,7 +6,7 @@ import { startHarness, type Credential, type Harness, type TestAccount } from '.
 import { subscriptionFixtures } from './support/subscriptions.js';
 
 /**
- * SPEC section 20 from a frontend's side: Apollo Client 4 with its normalized InMemoryCache,
+ * The GraphQL schema for client applications, from a frontend's side: Apollo Client 4 with its normalized InMemoryCache,
  * over HTTP against the real app, as a settings page would use it.
  */
 let h: Harness;

@@ -16,7 +16,7 @@ test('what real outages throw is "unavailable", wrapped or not', () => {
     withCode('terminating connection due to administrator command', '57P01'),
     withCode('the database system is shutting down', '57P03'),
     new Error('query failed', { cause: withCode('read ECONNRESET', 'ECONNRESET') }),
-    // A failover (SPEC 21): the router's primary is still finishing its promotion, or was just demoted.
+    // A failover: the router's primary is still finishing its promotion, or was just demoted.
     withCode('cannot execute UPDATE in a read-only transaction', '25006'),
     new Error('commit not confirmed by a synchronous standby (its wait was cancelled): the write may not survive a failover'),
   ];

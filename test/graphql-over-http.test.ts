@@ -4,7 +4,7 @@ import { serverAudits } from 'graphql-http';
 import { startHarness, type Harness } from './support/harness.js';
 
 /**
- * SPEC section 20: `/graphql` conforms to the GraphQL over HTTP specification, checked by the
+ * `/graphql` conforms to the GraphQL over HTTP specification, checked by the
  * specification's own audit suite against the real app listening on a port.
  */
 let h: Harness;

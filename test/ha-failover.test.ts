@@ -20,7 +20,7 @@ import { TEST_SETTINGS } from './support/harness.js';
 import { LiveTestClient } from './support/live-client.js';
 
 /**
- * SPEC 21 on a real Patroni cluster (scripts/topology.sh ha start; CI's ha phase): two instances
+ * Surviving the loss of the primary, on a real Patroni cluster (scripts/topology.sh ha start; CI's ha phase): two instances
  * under a mixed load of writes, revocations and reads, the leader's postmaster killed with SIGKILL.
  * Runs only with TEST_HA_TOPOLOGY=1 (it kills a node of a cluster it expects to exist).
  */
@@ -89,7 +89,7 @@ interface Instance {
   errorLogs: string[];
 }
 
-onCluster('failover of the Patroni leader under load (SPEC 21)', () => {
+onCluster('failover of the Patroni leader under load', () => {
   let cluster: Record<string, string> = {};
   /** Ends the load's loops, also when an expectation failed midway (afterAll sets it). */
   let stopping = false;

@@ -43,7 +43,7 @@ import { configureSso, samlKeyPair, samlMetadata, samlResponse } from './support
  * Hostile input, derived from what the product declares rather than from a list: every REST row
  * and plain HTTP route of every feature, and every root field of the GraphQL schema as
  * introspection shows it. Properties: never a 5xx; every REST error is the v2 envelope with a
- * SPEC code; every GraphQL error carries extensions.code (a client-error code); no message quotes
+ * documented code; every GraphQL error carries extensions.code (a client-error code); no message quotes
  * more than a short excerpt of the input; a rejected write changes no row. Seeded: set
  * HOSTILE_INPUT_SEED to replay a failure (fast-check prints the seed and the shrunk
  * counterexample); HOSTILE_INPUT_RUNS raises the number of runs per face.
@@ -257,7 +257,7 @@ test('REST: hostile requests derived from the route table are 4xx with the v2 en
         expect(response.headers['content-type']).toMatch(/^application\/json/);
         const error = JSON.parse(response.text).error;
         if (typeof error?.message !== 'string' || !REST_CLIENT_ERROR_CODES.has(error.code) || !Array.isArray(error.errors) || !error.errors.every((detail: unknown) => typeof detail === 'string')) {
-          throw new Error(`no v2 envelope with a SPEC code for ${where}: ${response.status} ${response.text.slice(0, 300)}`);
+          throw new Error(`no v2 envelope with a documented code for ${where}: ${response.status} ${response.text.slice(0, 300)}`);
         }
         if (error.errors.some((detail: string) => detail.length > MAX_QUOTED)) throw new Error(`an error detail quotes unbounded input for ${where}`);
       }

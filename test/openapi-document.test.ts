@@ -336,7 +336,7 @@ describe('the scopes the document states are the ones enforced', () => {
       expect({ operation: operation.operationId, refused: only.status === 403 || only.status === 401 }).toEqual({ operation: operation.operationId, refused: false });
       checked += 1;
     }
-    // 15 operations of SPEC section 4, the single-delegation revoke (issue 22) and the two audit-record routes (SPEC 13).
+    // The 15 operations in scope (docs/rest-api.md), the single-delegation revoke and the two audit-record routes.
     expect(checked).toBe(18);
   });
 });

@@ -233,7 +233,7 @@ export interface ApiKeyPage {
 }
 
 /**
- * API keys as the API's callers manage them (SPEC section 18), rights first: account-level keys
+ * API keys as the API's callers manage them, rights first: account-level keys
  * need `account_admin`; a user manages their own keys unless read-only or restricted; nobody mints a
  * key with more rights than the credential asking (see `policy.assertMayIssueApiKey`).
  */

@@ -4,7 +4,7 @@ import { SCOPES } from '../auth/scopes.js';
 import { scannableSecretKind } from '../auth/secret-format.js';
 import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
 
-/** SPEC section 18, API keys through GraphQL: each operation, and each right both ways. */
+/** API keys through GraphQL: each operation, and each right both ways. */
 let h: Harness;
 
 beforeAll(async () => {

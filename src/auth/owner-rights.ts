@@ -6,7 +6,7 @@ export type Writer = Principal | 'operator';
 
 /**
  * Who a write that single sign-on trusts (an identity provider's configuration, a user's email)
- * is by (SPEC section 17). `ownerRights`: the operator, or a user acting (API key or OAuth token)
+ * is by. `ownerRights`: the operator, or a user acting (API key or OAuth token)
  * whose role is `owner` when the write is made. `userId`: the user acting, if one is. An admin, an
  * app acting for one, an account key, an account-level app and a provisioning token have no owner
  * rights; only the first two name a user.

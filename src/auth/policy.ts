@@ -8,7 +8,7 @@ import { SCOPES, type Scope } from './scopes.js';
 export const CALENDAR_URL_SCOPE: Scope = 'users.write';
 
 /**
- * The target-dependent half of the access matrix (SPEC section 2); the static half
+ * The target-dependent half of the access matrix; the static half
  * (authenticated, scopes, writes) is declared on the schema and enforced by the auth checker.
  */
 export const policy = {
@@ -18,7 +18,7 @@ export const policy = {
 
   /**
    * The account's own credentials (apps, an integration's account-wide delegation, single sign-on):
-   * `account_admin`, and a token needs `credentials.read` or `credentials.write` (SPEC section 18).
+   * `account_admin`, and a token needs `credentials.read` or `credentials.write`.
    * For targets found only after a look-up; operations declare the same on the schema.
    */
   assertManagesAccountCredentials(principal: Principal, access: 'read' | 'write'): void {
@@ -45,7 +45,7 @@ export const policy = {
 
   /**
    * What was done to another user (their audit records): the user themself or `can_update_user`;
-   * an account-level app's read scopes alone are not that right (SPEC section 19).
+   * an account-level app's read scopes alone are not that right.
    */
   assertSelfOrCanUpdateUser(principal: Principal, userId: string): void {
     if (actingUserId(principal) === userId || canUpdateUser(principal)) return;

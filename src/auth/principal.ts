@@ -57,7 +57,7 @@ export interface OAuthAppPrincipal extends PrincipalBase {
 }
 
 /**
- * An identity provider provisioning the account's users (SPEC section 12): valid only on the SCIM
+ * An identity provider provisioning the account's users: valid only on the SCIM
  * face (`/scim/v2`), where it acts for the account with `users.read users.write`.
  */
 export interface ProvisioningTokenPrincipal extends PrincipalBase {

@@ -20,6 +20,6 @@ export function isScope(value: string): value is Scope {
 /**
  * Scopes that manage the account's credentials (API keys, apps, provisioning tokens, single
  * sign-on): only the product's own apps and the account's integrations may hold them, never a
- * third-party app (SPEC section 18).
+ * third-party app.
  */
 export const CREDENTIAL_SCOPES: ReadonlySet<string> = new Set<Scope>(['credentials.read', 'credentials.write']);

@@ -28,7 +28,7 @@ export function reportedCredentials(body: unknown): string[] {
 }
 
 /**
- * Revocation by possession (SPEC section 18): holding a secret is the right to end it. Every live
+ * Revocation by possession: holding a secret is the right to end it. Every live
  * API key, provisioning token and OAuth access or refresh token among `secrets` is revoked (a token
  * with its whole delegation), in one transaction whose records say `credential reported`. The
  * caller learns nothing of what was found.

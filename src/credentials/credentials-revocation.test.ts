@@ -8,7 +8,7 @@ import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.j
 import { ProvisioningTokensService } from '../scim/provisioning-tokens.service.js';
 import { digestSecret } from '../auth/secrets.js';
 
-/** SPEC section 18: a revoked key is refused at once on every instance and socket; revocation by possession. */
+/** A revoked key is refused at once on every instance and socket; revocation by possession. */
 const LIMITS = { maxConnectionsPerCredential: 3, maxSubscriptionsPerConnection: 60, maxBufferedBytes: 16_384, keepAliveMs: 60_000 };
 const V2 = { Accept: 'application/vnd.pagerduty+json;version=2' };
 const VIEWER_REVOKED = 'subscription { viewerAccessRevoked { reason occurredAt } }';

@@ -3,7 +3,7 @@ import * as client from 'openid-client';
 import { CookieJar, PASSWORD, api, authorizeAgain, discover, graphqlCall, newMember, registerApp, signIn, useOAuthServers } from '../../test/support/oauth-server.js';
 
 /**
- * SPEC section 18: revocation by possession of the authorization server's tokens (a token revokes
+ * Revocation by possession of the authorization server's tokens (a token revokes
  * its delegation), and the credentials scopes: held by first-party and integration apps, never a third party's.
  */
 const fixture = useOAuthServers(1);

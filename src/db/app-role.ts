@@ -15,7 +15,7 @@ export const MIKRO_ORM_MIGRATIONS_TABLE = 'mikro_orm_migrations';
 const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /**
- * Grants a least-privilege app role what serving needs (SPEC section 19), run as the schema's
+ * Grants a least-privilege app role what serving needs, run as the schema's
  * owner: rows of every table, its sequences, and EXECUTE on the schema's functions (the audit
  * trail's append and purge functions, SECURITY DEFINER of the owner, among them); and only SELECT
  * on the tables written through those functions alone. No TRUNCATE, no DDL, no ownership: a

@@ -172,9 +172,9 @@ export function postgresOrmOptions(databaseUrl: string, connection: PostgresConn
       connectionTimeoutMillis: poolTimeoutMs,
       // pg sends it as a startup parameter of each connection: no extra round trip per request.
       ...(statementTimeoutMs ? { statement_timeout: statementTimeoutMs } : {}),
-      // Measured (`git show b6e136f:docs/BENCHMARKS.md`, "Follow-up: the write path"): a SET LOCAL per transaction cost ~0.9 ms of CPU per write.
+      // A startup parameter, not a SET LOCAL per transaction: that statement cost as much CPU as a small write (docs/BENCHMARKS.md).
       ...(lockTimeoutMs && sessionStateSurvives(pooler) ? { lock_timeout: lockTimeoutMs } : {}),
-      // Failover (SPEC 21): no commit acknowledged without its standby's confirmation, no dead connection kept checked out.
+      // Failover: no commit acknowledged without its standby's confirmation, no dead connection kept checked out.
       onPoolCreated: (pool: Parameters<typeof guardPool>[0]) => guardPool(pool, { commitTimeoutMs: connection.statementTimeoutMs || poolTimeoutMs }),
     },
     ...(replicaUrls.length ? { replicas: replicaUrls.map((clientUrl) => ({ clientUrl })), preferReadReplicas: false } : {}),

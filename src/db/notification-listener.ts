@@ -25,7 +25,7 @@ export interface ListenBackoff {
 }
 
 // At most a second between attempts: after a failover the router leads to the new primary within
-// seconds, and live updates must resume (RESYNC) within 5 s of the promotion (SPEC 21).
+// seconds, and live updates must resume (RESYNC) within 5 s of the promotion.
 export const DEFAULT_LISTEN_BACKOFF: ListenBackoff = { initialMs: 100, maxMs: 1_000 };
 
 const CHANNEL_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -4,7 +4,7 @@ import pg from 'pg';
  * PostgreSQL's answer when a commit's wait for the synchronous standby is cancelled (by a cancel
  * request; `statement_timeout` is switched off before a COMMIT starts waiting): the COMMIT still succeeds, with only a WARNING saying
  * the transaction "has already committed locally, but might not have been replicated to the standby".
- * On a cluster that runs with Patroni's `synchronous_mode_strict` (SPEC 21) that is exactly the
+ * On a cluster that runs with Patroni's `synchronous_mode_strict` that is exactly the
  * commit a failover could lose, so it must not be acknowledged.
  */
 const SYNCHRONOUS_WAIT_CANCELLED = /cancel(l)?ing (the )?wait for synchronous replication/i;
@@ -22,7 +22,7 @@ type Query = pg.PoolClient['query'];
 type Release = pg.PoolClient['release'];
 
 /**
- * What every PostgreSQL pool of the service needs to meet a failover (SPEC 21), installed once per
+ * What every PostgreSQL pool of the service needs to meet a failover, installed once per
  * pool when MikroORM creates it (`onPoolCreated`): commits without the standby's confirmation are
  * refused, and connections that die while checked out go back to the pool to be discarded.
  */

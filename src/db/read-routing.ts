@@ -8,7 +8,7 @@ import { sqlStateOf } from './transaction.js';
 const QUERY_CANCELED = '57014';
 
 /**
- * Which server each presenting read of a request runs on (SPEC section 15). Only reads that ask
+ * Which server each presenting read of a request runs on. Only reads that ask
  * for it (`readPath(...).rows(..., { replica: true })`, outside any transaction) may go to a
  * replica; authentication, every statement of a write and everything else use the primary. A
  * credential that wrote within the window reads from a replica only once that replica has replayed

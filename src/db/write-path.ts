@@ -9,8 +9,8 @@ import { CompiledQuery } from 'kysely';
  * built, registered or compared. Writes that create rows or cascade through features keep
  * entities; every write still runs inside `TransactionRunner.run` (lock timeout, retries).
  *
- * Measured (`git show b6e136f:docs/BENCHMARKS.md`, "perf-writes"): loading 100 entities, computing their change sets
- * and batching the flush cost more CPU than the statements themselves.
+ * Why plain statements: loading 100 entities, computing their change sets and batching the flush
+ * cost more CPU than the statements themselves (docs/BENCHMARKS.md, the write path).
  */
 export interface WritePath {
   /** Rows of a statement run in the transaction `tx` belongs to. */

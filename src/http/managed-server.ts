@@ -72,156 +72,179 @@ function onEnd(res: ServerResponse, listener: () => void): void {
  * stalled for `stalledClientTimeoutMs` or queues more than `MAX_QUEUED_REQUESTS_PER_CONNECTION`.
  */
 export function createManagedHttpServer(handler: RequestListener, limits: HttpServerLimits = DEFAULT_HTTP_LIMITS): ManagedHttpServer {
-  const connections = new Map<Socket, Connection>();
-  let draining = false;
-  let stopping = false;
-  let running = 0;
-  const idleWaiters = new Set<() => void>();
-  const notifyIfIdle = () => {
-    if (running === 0 && connections.size === 0) for (const wake of idleWaiters) wake();
-  };
+  return new ConnectionTurns(handler, limits);
+}
 
-  const isIdle = (connection: Connection) => !connection.busy && connection.queue.length === 0 && connection.socket.bytesRead === connection.bytesReadWhenIdle;
+class ConnectionTurns implements ManagedHttpServer {
+  readonly server: http.Server;
+  private readonly connections = new Map<Socket, Connection>();
+  private isDraining = false;
+  private stopping = false;
+  private running = 0;
+  private readonly idleWaiters = new Set<() => void>();
+  /** Set while stopping: closes the listener at the next accepted connection or I/O poll. */
+  private closeListener: (() => void) | undefined;
+
+  constructor(private readonly handler: RequestListener, private readonly limits: HttpServerLimits) {
+    this.server = http.createServer(
+      {
+        headersTimeout: limits.headersTimeoutMs,
+        requestTimeout: limits.requestTimeoutMs,
+        keepAliveTimeout: limits.keepAliveTimeoutMs,
+        // How often Node enforces the two timeouts above; its default (30 s) would let a slow body live twice as long.
+        connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
+      },
+      (req, res) => this.enqueue(req, res),
+    );
+    // Closing a listening socket resets the connections still in the kernel's accept queue. Closing it
+    // right after an accept, or right after an I/O poll, keeps that window small; the drain (readiness
+    // failing, so the load balancer sends no new connections) is what empties it.
+    this.server.on('connection', (socket: Socket) => {
+      this.closeListener?.();
+      const connection: Connection = { socket, queue: [], busy: false, served: 0, bytesReadWhenIdle: 0 };
+      this.connections.set(socket, connection);
+      socket.once('close', () => {
+        clearTimeout(connection.stallTimer);
+        this.connections.delete(socket);
+        this.notifyIfIdle();
+      });
+    });
+    // Node's own close() drops every connection without a request in progress, including those
+    // accepted but not yet read: their requests would be reset. `stop` closes idle ones itself.
+    this.server.closeIdleConnections = () => {};
+  }
+
+  get draining(): boolean {
+    return this.isDraining;
+  }
+
+  beginDraining(): void {
+    this.isDraining = true;
+    // Responses already being prepared say it too, so their keep-alive clients reconnect elsewhere.
+    for (const { current } of this.connections.values()) {
+      if (current && !current.headersSent) current.setHeader('Connection', 'close');
+    }
+  }
+
+  async stop(graceMs: number): Promise<StopOutcome> {
+    this.isDraining = true;
+    this.stopping = true;
+    if (this.server.listening) await this.closeListenerSoon();
+    for (const connection of this.connections.values()) {
+      if (connection.served > 0) this.closeIfIdleWhileStopping(connection);
+      else this.endIfStillUnused(connection, Math.min(FRESH_CONNECTION_GRACE_MS, graceMs));
+    }
+    const settled = await this.idleWithin(graceMs);
+    const abandoned = this.running;
+    if (!settled) for (const connection of this.connections.values()) connection.socket.destroy();
+    return { abandoned };
+  }
+
+  private notifyIfIdle(): void {
+    if (this.running === 0 && this.connections.size === 0) for (const wake of this.idleWaiters) wake();
+  }
+
+  private isIdle(connection: Connection): boolean {
+    return !connection.busy && connection.queue.length === 0 && connection.socket.bytesRead === connection.bytesReadWhenIdle;
+  }
 
   // end(), not destroy(): the last response may still sit in the socket's buffer, and must reach the client.
-  const closeIfIdleWhileStopping = (connection: Connection) => {
-    if (stopping && connection.served > 0 && isIdle(connection)) connection.socket.end();
-  };
+  private closeIfIdleWhileStopping(connection: Connection): void {
+    if (this.stopping && connection.served > 0 && this.isIdle(connection)) connection.socket.end();
+  }
+
+  /** A connection accepted but with no request yet gets `graceMs` to send one. */
+  private endIfStillUnused(connection: Connection, graceMs: number): void {
+    const fresh = setTimeout(() => {
+      if (this.isIdle(connection) && connection.socket.bytesRead === 0) connection.socket.end();
+    }, graceMs);
+    fresh.unref();
+    connection.socket.once('close', () => clearTimeout(fresh));
+  }
 
   /** True (and a cut-off armed) while the client leaves more than the bound unread. */
-  const stalled = (connection: Connection): boolean => {
-    if (connection.socket.writableLength <= limits.maxUnreadResponseBytes) return false;
+  private stalled(connection: Connection): boolean {
+    if (connection.socket.writableLength <= this.limits.maxUnreadResponseBytes) return false;
     if (!connection.stallTimer) {
-      connection.stallTimer = setTimeout(() => connection.socket.destroy(), limits.stalledClientTimeoutMs);
+      connection.stallTimer = setTimeout(() => connection.socket.destroy(), this.limits.stalledClientTimeoutMs);
       connection.socket.once('drain', () => {
         clearTimeout(connection.stallTimer);
         connection.stallTimer = undefined;
-        pump(connection);
+        this.pump(connection);
       });
     }
     return true;
-  };
+  }
 
-  const pump = (connection: Connection) => {
+  private pump(connection: Connection): void {
     if (connection.busy || connection.queue.length === 0 || connection.socket.destroyed) return;
-    if (stalled(connection)) return;
+    if (this.stalled(connection)) return;
     connection.busy = true;
     connection.queue.shift()!();
-  };
+  }
 
-  const server = http.createServer(
-    {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      // How often Node enforces the two timeouts above; its default (30 s) would let a slow body live twice as long.
-      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
-    },
-    (req: IncomingMessage, res: ServerResponse) => {
-      const connection = connections.get(req.socket);
-      if (!connection) return handler(req, res);
-      if (connection.queue.length >= MAX_QUEUED_REQUESTS_PER_CONNECTION) {
-        connection.socket.destroy();
-        return;
-      }
-      connection.queue.push(() => {
-        running++;
-        connection.current = res;
-        if (draining) res.setHeader('Connection', 'close');
-        onEnd(res, () => {
-          running--;
-          // A response larger than the client reads completes ('finish') only once it reads; until then it is watched.
-          stalled(connection);
-          notifyIfIdle();
-        });
-        let finishedOnce = false;
-        const finished = () => {
-          // 'finish' and 'close' both come; the second must not end the next request's turn.
-          if (finishedOnce) return;
-          finishedOnce = true;
-          connection.busy = false;
-          connection.current = undefined;
-          connection.served++;
-          connection.bytesReadWhenIdle = connection.socket.bytesRead;
-          pump(connection);
-          closeIfIdleWhileStopping(connection);
-        };
-        res.once('finish', finished);
-        res.once('close', finished);
-        handler(req, res);
-      });
-      pump(connection);
-    },
-  );
+  /** A parsed request waits for its connection's turn; past the queue's bound the connection is cut. */
+  private enqueue(req: IncomingMessage, res: ServerResponse): void {
+    const connection = this.connections.get(req.socket);
+    if (!connection) return this.handler(req, res);
+    if (connection.queue.length >= MAX_QUEUED_REQUESTS_PER_CONNECTION) {
+      connection.socket.destroy();
+      return;
+    }
+    connection.queue.push(() => this.serveInTurn(connection, req, res));
+    this.pump(connection);
+  }
 
-  // Closing a listening socket resets the connections still in the kernel's accept queue. Closing it
-  // right after an accept, or right after an I/O poll, keeps that window small; the drain (readiness
-  // failing, so the load balancer sends no new connections) is what empties it.
-  let closeListener: (() => void) | undefined;
-  server.on('connection', (socket: Socket) => {
-    closeListener?.();
-    const connection: Connection = { socket, queue: [], busy: false, served: 0, bytesReadWhenIdle: 0 };
-    connections.set(socket, connection);
-    socket.once('close', () => {
-      clearTimeout(connection.stallTimer);
-      connections.delete(socket);
-      notifyIfIdle();
+  private serveInTurn(connection: Connection, req: IncomingMessage, res: ServerResponse): void {
+    this.running++;
+    connection.current = res;
+    if (this.isDraining) res.setHeader('Connection', 'close');
+    onEnd(res, () => {
+      this.running--;
+      // A response larger than the client reads completes ('finish') only once it reads; until then it is watched.
+      this.stalled(connection);
+      this.notifyIfIdle();
     });
-  });
+    let finishedOnce = false;
+    const finished = () => {
+      // 'finish' and 'close' both come; the second must not end the next request's turn.
+      if (finishedOnce) return;
+      finishedOnce = true;
+      connection.busy = false;
+      connection.current = undefined;
+      connection.served++;
+      connection.bytesReadWhenIdle = connection.socket.bytesRead;
+      this.pump(connection);
+      this.closeIfIdleWhileStopping(connection);
+    };
+    res.once('finish', finished);
+    res.once('close', finished);
+    this.handler(req, res);
+  }
 
-  // Node's own close() drops every connection without a request in progress, including those
-  // accepted but not yet read: their requests would be reset. `stop` closes idle ones itself.
-  server.closeIdleConnections = () => {};
+  private closeListenerSoon(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.closeListener = () => {
+        if (!this.closeListener) return;
+        this.closeListener = undefined;
+        this.server.close();
+        resolve();
+      };
+      // No connection arriving: close just after an I/O poll, when the accept queue has just been emptied.
+      setTimeout(() => setImmediate(() => this.closeListener?.()), 20);
+    });
+  }
 
-  return {
-    server,
-    get draining() {
-      return draining;
-    },
-    beginDraining() {
-      draining = true;
-      // Responses already being prepared say it too, so their keep-alive clients reconnect elsewhere.
-      for (const { current } of connections.values()) {
-        if (current && !current.headersSent) current.setHeader('Connection', 'close');
-      }
-    },
-    async stop(graceMs) {
-      draining = true;
-      stopping = true;
-      if (server.listening) {
-        await new Promise<void>((resolve) => {
-          closeListener = () => {
-            if (!closeListener) return;
-            closeListener = undefined;
-            server.close();
-            resolve();
-          };
-          // No connection arriving: close just after an I/O poll, when the accept queue has just been emptied.
-          setTimeout(() => setImmediate(() => closeListener?.()), 20);
-        });
-      }
-      for (const connection of connections.values()) {
-        if (connection.served > 0) closeIfIdleWhileStopping(connection);
-        else {
-          const fresh = setTimeout(() => {
-            if (isIdle(connection) && connection.socket.bytesRead === 0) connection.socket.end();
-          }, Math.min(FRESH_CONNECTION_GRACE_MS, graceMs));
-          fresh.unref();
-          connection.socket.once('close', () => clearTimeout(fresh));
-        }
-      }
-      let graceTimer: NodeJS.Timeout | undefined;
-      const settled = await new Promise<boolean>((resolve) => {
-        const wake = () => resolve(true);
-        idleWaiters.add(wake);
-        graceTimer = setTimeout(() => resolve(false), graceMs);
-        notifyIfIdle();
-      });
-      clearTimeout(graceTimer);
-      idleWaiters.clear();
-      const abandoned = running;
-      if (!settled) for (const connection of connections.values()) connection.socket.destroy();
-      return { abandoned };
-    },
-  };
+  /** Resolves true once no request runs and no connection is open, false when `graceMs` ran out first. */
+  private async idleWithin(graceMs: number): Promise<boolean> {
+    let graceTimer: NodeJS.Timeout | undefined;
+    const settled = await new Promise<boolean>((resolve) => {
+      this.idleWaiters.add(() => resolve(true));
+      graceTimer = setTimeout(() => resolve(false), graceMs);
+      this.notifyIfIdle();
+    });
+    clearTimeout(graceTimer);
+    this.idleWaiters.clear();
+    return settled;
+  }
 }

@@ -2,7 +2,7 @@ import type { Feature } from '../app/feature.js';
 import { liveUpdatesCommitHook } from './live-updates.commit-hook.js';
 import { ViewerAccessResolver } from './viewer-access.resolver.js';
 
-/** GraphQL subscriptions over WebSocket: the fan-out of committed changes (SPEC section 14). */
+/** GraphQL subscriptions over WebSocket: the fan-out of committed changes. */
 export const liveUpdatesFeature: Feature = {
   name: 'live-updates',
   entities: [],

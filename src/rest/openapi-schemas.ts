@@ -4,7 +4,7 @@ import type { Schema } from './description.js';
 /** Shared building blocks for features' response schemas: written once, reused by every row. */
 export const schemaRef = (name: string): oas31.ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
 
-/** `{id, type, summary, self, html_url}`: what every resource object starts with (SPEC section 3). */
+/** `{id, type, summary, self, html_url}`: what every resource object starts with. */
 export function resourceProperties(type: string): Record<string, Schema> {
   return {
     id: { type: 'string', readOnly: true },

@@ -31,7 +31,7 @@ const provisioningTokenResolver: CredentialResolver = {
     credentialUsage.noteUse(em, 'provisioning_tokens', row.id);
     const principal: ProvisioningTokenPrincipal = {
       kind: 'provisioning_token',
-      // The account's identity provider acts through SCIM only (SPEC section 12), on every transport.
+      // The account's identity provider acts through SCIM only, on every transport.
       confinedTo: 'scim',
       accountId: row.account_id,
       credentialId: row.id,

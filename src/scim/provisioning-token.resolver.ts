@@ -55,7 +55,7 @@ class RevokeProvisioningTokenPayload {
   provisioningToken!: ProvisioningToken;
 }
 
-/** The account's provisioning tokens through GraphQL (SPEC section 18): `account_admin` only, over the CLI's service. */
+/** The account's provisioning tokens through GraphQL: `account_admin` only, over the CLI's service. */
 @Resolver(() => ProvisioningTokenObject)
 export class ProvisioningTokenResolver {
   @Authorized<Requirement>('credentials.read', 'account_admin')

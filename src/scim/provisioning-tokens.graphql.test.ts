@@ -6,7 +6,7 @@ import { scannableSecretKind } from '../auth/secret-format.js';
 import { listApiKeysCommand, revokeApiKeyCommand, rollApiKeyCommand } from '../cli/commands/api-keys.commands.js';
 import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
 
-/** SPEC section 18: provisioning tokens through GraphQL, and the operator's `api-keys list|revoke|roll`. */
+/** Provisioning tokens through GraphQL, and the operator's `api-keys list|revoke|roll`. */
 let h: Harness;
 
 beforeAll(async () => {

@@ -20,7 +20,7 @@ const invalid = (detail: string) => new ScimInputError('invalidFilter', detail);
 /**
  * A SCIM filter (RFC 7644 section 3.4.2.2) as a list of look-ups any of which matches, or `null`
  * for "every user". The grammar is scim2-parse-filter's; what this product answers is narrower
- * (SPEC section 12): `eq` on `userName`, `externalId`, `id`, `emails.value` (also inside
+ * `eq` on `userName`, `externalId`, `id`, `emails.value` (also inside
  * `emails[...]`, where `type eq "work"` and `primary eq true` hold for the one email a user has),
  * joined by `and`/`or`. Everything else is `invalidFilter`, so no filter ever becomes a scan.
  */

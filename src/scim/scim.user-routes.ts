@@ -11,7 +11,7 @@ import { changesBetween, changesFromResource, presentScimUser } from './scim.use
 const document = (file: string) => operationDocument(import.meta.url, file, './operations/scim-user-fields.graphql');
 const READ: Requirement[] = ['users.read'];
 const WRITE: Requirement[] = ['users.write', 'write', 'can_update_user'];
-/** The classic paging window of the listing (SPEC section 3): startIndex - 1 + count at most this. */
+/** The classic paging window of the listing: startIndex - 1 + count at most this. */
 const MAX_WINDOW = 10_000;
 
 type ScimUserData = ShowScimUserQuery['user'];

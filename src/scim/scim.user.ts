@@ -5,7 +5,7 @@ import { ScimInputError } from './scim.errors.js';
 export const SCIM_USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
 export const SCIM_BASE_PATH = '/scim/v2';
 
-/** A user as the SCIM face answers it (RFC 7643 section 4.1, SPEC section 12). */
+/** A user as the SCIM face answers it (RFC 7643 section 4.1). */
 export interface ScimUser {
   schemas: string[];
   id: string;

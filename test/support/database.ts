@@ -24,7 +24,7 @@ import { DEFAULT_TRANSACTION_POLICY } from '../../src/db/transaction.js';
  *
  * With TEST_DATABASE_APP_ROLE (an existing login role, CI's least-privilege phase), the database is
  * migrated as its owner and the app connects as that role after `accessctl db grant-app-role`'s
- * grants, as a deployment with DATABASE_OWNER_URL does (SPEC section 19).
+ * grants, as a deployment with DATABASE_OWNER_URL does.
  */
 export type TestDatabaseOptions = Pick<DatabaseOptions, 'onQuery' | 'replicaUrls' | 'lockTimeoutMs' | 'transactionObserver' | 'poolTimeoutMs' | 'statementTimeoutMs' | 'replicaMaxLagMs' | 'replicaProbeIntervalMs' | 'recentWrites'> & {
   /** PostgreSQL only: the app connects to this local port (a proxy the test controls) instead of the server's. */

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 
-/** The codes SPEC section 3 allows in a REST 4xx envelope. */
+/** The codes the REST conventions allow in a 4xx envelope (docs/rest-api.md). */
 export const REST_CLIENT_ERROR_CODES = new Set([2001, 2003, 2006, 2010, 2100, 2020]);
 
 /** The codes a GraphQL client may get for bad input (never INTERNAL_SERVER_ERROR, never SERVICE_UNAVAILABLE). */

@@ -14,7 +14,7 @@ const reference = JSON.parse(fs.readFileSync(referencePath, 'utf8')) as {
   paths: Record<string, Record<string, { responses: Record<string, { $ref?: string; content?: Record<string, { schema: unknown }> }> }>>;
 };
 
-/** The same public document's audit-record operations (SPEC section 13), validated the same way. */
+/** The same public document's audit-record operations, validated the same way. */
 const auditReferencePath = process.env.OPENAPI_AUDIT_REFERENCE ?? path.resolve(process.cwd(), '../shared/reference/pagerduty-rest-v2.audit-records.openapi.json');
 const auditReference = withoutUntypedNullable(JSON.parse(fs.readFileSync(auditReferencePath, 'utf8'))) as typeof reference;
 
@@ -84,7 +84,7 @@ function findTemplate(method: string, actualPath: string, paths: Record<string, 
 }
 
 /**
- * Where the reference lacks an operation or a status, or SPEC decided a known slip, the rule
+ * Where the reference lacks an operation or a status, or the product decided a known slip (docs/rest-api.md), the rule
  * applied instead. Everything else is checked exactly as the reference says.
  */
 const DECIDED: Record<string, (status: number, body: any) => void> = {
@@ -94,12 +94,12 @@ const DECIDED: Record<string, (status: number, body: any) => void> = {
     if (!Array.isArray(body?.users)) throw new Error('PUT /users must answer {"users": [...]}');
     body.users.forEach((user: unknown, index: number) => assertMatchesSchema(USER_SCHEMA, user, `users[${index}]`));
   },
-  // SPEC: wrapped as {"oauth_delegation": {...}}; the inner object is an OAuthDelegation.
+  // Decided: wrapped as {"oauth_delegation": {...}}; the inner object is an OAuthDelegation.
   'get /users/{id}/oauth_delegations/{delegation_id}': (status, body) => {
     if (status !== 200) return;
     assertMatchesSchema(OAUTH_DELEGATION_SCHEMA, body?.oauth_delegation, 'oauth_delegation');
   },
-  // The reference documents no 200 for this deprecated operation; SPEC section 6 decides its body.
+  // The reference documents no 200 for this deprecated operation; the product decides its body (docs/rest-api.md).
   'get /oauth_delegations/revocation_requests/status': (status, body) => {
     if (status !== 200) return;
     assertMatchesInlineSchema(REVOCATION_STATUS_SCHEMA, body, 'revocation requests status');

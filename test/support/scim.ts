@@ -6,7 +6,7 @@ import supertest from 'supertest';
 
 /**
  * Validates SCIM responses against the reference SCIM document's schemas
- * (../shared/reference/pagerduty-scim-v2.openapi.json). One deliberate deviation (SPEC section 12):
+ * (../shared/reference/pagerduty-scim-v2.openapi.json). One deliberate deviation:
  * user ids are this product's 7-character ids, so the reference's 26-character minimum is lifted.
  */
 const referencePath = process.env.SCIM_OPENAPI_REFERENCE ?? path.resolve(process.cwd(), '../shared/reference/pagerduty-scim-v2.openapi.json');

@@ -4,7 +4,7 @@ import { grantAppRole, MIKRO_ORM_MIGRATIONS_TABLE } from '../../db/app-role.js';
 import { loadConfig } from '../../config/config.js';
 import { requireOption, UsageError, type CliCommand } from '../command.js';
 
-/** SPEC section 19: the least-privilege role the server may serve with. Runs as the owner (DATABASE_OWNER_URL, else DATABASE_URL). */
+/** The least-privilege role the server may serve with. Runs as the owner (DATABASE_OWNER_URL, else DATABASE_URL). */
 export const grantAppRoleCommand: CliCommand = {
   name: 'db grant-app-role',
   usage: 'accessctl db grant-app-role --role NAME [--min-retention-days N] [--json]   (as the schema owner: DATABASE_OWNER_URL, else DATABASE_URL; N defaults to AUDIT_RETENTION_DAYS)',

@@ -162,13 +162,70 @@ function assertReferencesResolve(document: oas31.OpenAPIObject): void {
   if (missing.size) throw new Error(`the OpenAPI document refers to missing components: ${[...missing].join(', ')}`);
 }
 
-/**
- * The REST face's OpenAPI 3.1 document, assembled from the route rows (and features' plain
- * routes) at start. A row without a description, a duplicate operation id, a path parameter
- * left undescribed or a dangling `$ref` stops the start.
- */
-export function buildOpenApiDocument(sources: DocumentSources, settings: DocumentSettings): oas31.OpenAPIObject {
-  const vendorType = `application/vnd.${settings.apiVendor.toLowerCase()}+json;version=2`;
+
+const SECURITY_SCHEMES: Record<string, oas31.SecuritySchemeObject> = {
+  api_key: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'Authorization',
+    description: 'An API key, sent as `Authorization: Token token=<key>`: an account key (full access or read-only) or a user key.',
+  },
+  oauth_bearer: {
+    type: 'http',
+    scheme: 'bearer',
+    description: `The access token of an OAuth delegation, sent as \`Authorization: Bearer <token>\`, limited to its scopes: ${SCOPES.join(', ')}. ` +
+      'Each operation lists the scope it needs; without it the answer is 403 naming the scope.',
+  },
+};
+
+function sharedParameters(vendorType: string): Record<string, oas31.ParameterObject> {
+  return {
+    'Idempotency-Key': {
+      name: 'Idempotency-Key',
+      in: 'header',
+      description: `Makes a write safe to retry: the first outcome is kept for 24 hours for this credential, and a retry with the same key and ` +
+        `request gets it back (with \`Idempotent-Replayed: true\`) without running again. 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters, e.g. a UUID.`,
+      required: false,
+      schema: { type: 'string', minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_LENGTH, pattern: '^[\\x21-\\x7E]+$' },
+    },
+    Accept: {
+      name: 'Accept',
+      in: 'header',
+      description: `The versioning header: absent, \`*/*\`, \`application/json\` or \`${vendorType}\`. Any other version is 406.`,
+      required: false,
+      schema: { type: 'string', default: vendorType },
+    },
+  };
+}
+
+const SHARED_HEADERS: Record<string, oas31.HeaderObject> = {
+  'ratelimit-limit': { description: 'Requests allowed per minute for this credential (or client address).', schema: { type: 'integer' } },
+  'ratelimit-remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
+  'ratelimit-reset': { description: 'Seconds until the window resets.', schema: { type: 'integer' } },
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+  Deprecation: { description: 'Always `true`: this operation is deprecated.', schema: { type: 'string', enum: ['true'] } },
+  Link: { description: 'The successor operation: `<url>; rel="successor-version"; title="METHOD /path"`.', schema: { type: 'string' } },
+};
+
+const ERROR_ENVELOPE_SCHEMA: Schema = {
+  type: 'object',
+  description: 'The error envelope of every REST error.',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['message', 'code', 'errors'],
+      properties: {
+        message: { type: 'string' },
+        code: { type: 'integer', description: 'The v2 API error code.' },
+        errors: { type: 'array', items: { type: 'string' }, description: 'Details, each naming the field or parameter at fault.' },
+      },
+    },
+  },
+};
+
+/** Every row's and plain route's operation, by path and method; a duplicate operation id or method stops the start. */
+function describedPaths(sources: DocumentSources, settings: DocumentSettings): oas31.PathsObject {
   const paths: oas31.PathsObject = {};
   const operationIds = new Set<string>();
   const add = (path: string, method: string, operation: oas31.OperationObject, where: string) => {
@@ -188,6 +245,17 @@ export function buildOpenApiDocument(sources: DocumentSources, settings: Documen
     add(plain.path, plain.method, plain.operation, `route ${plain.method.toUpperCase()} ${plain.path}`);
     if (server !== settings.publicApiUrl) (paths[plain.path] as oas31.PathItemObject).servers = [{ url: server }];
   }
+  return paths;
+}
+
+/**
+ * The REST face's OpenAPI 3.1 document, assembled from the route rows (and features' plain
+ * routes) at start. A row without a description, a duplicate operation id, a path parameter
+ * left undescribed or a dangling `$ref` stops the start.
+ */
+export function buildOpenApiDocument(sources: DocumentSources, settings: DocumentSettings): oas31.OpenAPIObject {
+  const vendorType = `application/vnd.${settings.apiVendor.toLowerCase()}+json;version=2`;
+  const paths = describedPaths(sources, settings);
 
   const errorStatuses = Object.keys(RESPONSE_NAMES).map(Number);
   const document: oas31.OpenAPIObject = {
@@ -210,63 +278,12 @@ export function buildOpenApiDocument(sources: DocumentSources, settings: Documen
     ],
     paths,
     components: {
-      securitySchemes: {
-        api_key: {
-          type: 'apiKey',
-          in: 'header',
-          name: 'Authorization',
-          description: 'An API key, sent as `Authorization: Token token=<key>`: an account key (full access or read-only) or a user key.',
-        },
-        oauth_bearer: {
-          type: 'http',
-          scheme: 'bearer',
-          description: `The access token of an OAuth delegation, sent as \`Authorization: Bearer <token>\`, limited to its scopes: ${SCOPES.join(', ')}. ` +
-            'Each operation lists the scope it needs; without it the answer is 403 naming the scope.',
-        },
-      },
-      parameters: {
-        'Idempotency-Key': {
-          name: 'Idempotency-Key',
-          in: 'header',
-          description: `Makes a write safe to retry: the first outcome is kept for 24 hours for this credential, and a retry with the same key and ` +
-            `request gets it back (with \`Idempotent-Replayed: true\`) without running again. 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters, e.g. a UUID.`,
-          required: false,
-          schema: { type: 'string', minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_LENGTH, pattern: '^[\\x21-\\x7E]+$' },
-        },
-        Accept: {
-          name: 'Accept',
-          in: 'header',
-          description: `The versioning header: absent, \`*/*\`, \`application/json\` or \`${vendorType}\`. Any other version is 406.`,
-          required: false,
-          schema: { type: 'string', default: vendorType },
-        },
-      },
-      headers: {
-        'ratelimit-limit': { description: 'Requests allowed per minute for this credential (or client address).', schema: { type: 'integer' } },
-        'ratelimit-remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
-        'ratelimit-reset': { description: 'Seconds until the window resets.', schema: { type: 'integer' } },
-        'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
-        Deprecation: { description: 'Always `true`: this operation is deprecated.', schema: { type: 'string', enum: ['true'] } },
-        Link: { description: 'The successor operation: `<url>; rel="successor-version"; title="METHOD /path"`.', schema: { type: 'string' } },
-      },
+      securitySchemes: SECURITY_SCHEMES,
+      parameters: sharedParameters(vendorType),
+      headers: SHARED_HEADERS,
       responses: Object.fromEntries(errorStatuses.map((status) => [RESPONSE_NAMES[status], errorResponse(status)])),
       schemas: {
-        Error: {
-          type: 'object',
-          description: 'The error envelope of every REST error.',
-          required: ['error'],
-          properties: {
-            error: {
-              type: 'object',
-              required: ['message', 'code', 'errors'],
-              properties: {
-                message: { type: 'string' },
-                code: { type: 'integer', description: 'The v2 API error code.' },
-                errors: { type: 'array', items: { type: 'string' }, description: 'Details, each naming the field or parameter at fault.' },
-              },
-            },
-          },
-        },
+        Error: ERROR_ENVELOPE_SCHEMA,
         Reference: referenceSchema,
         ...sources.schemas,
       } satisfies Record<string, Schema>,

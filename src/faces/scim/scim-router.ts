@@ -30,7 +30,7 @@ interface PreparedScimRoute {
 }
 
 /**
- * The SCIM face (SPEC section 12): each route row executes its GraphQL document through the same
+ * The SCIM face: each route row executes its GraphQL document through the same
  * schema and per-request context as REST and GraphQL (src/faces/rest/executor.ts), so authorization,
  * validation and loading exist once; errors are translated once, into SCIM's error schema.
  * Credentials were resolved and the rate limit applied before this router.
