@@ -80,10 +80,10 @@ interface UserRow {
 /**
  * The library's prompts, plus two checks. A session whose user may no longer sign in (suspended,
  * deleted: `findAccount` finds nobody) asks for a sign-in, as no session would. Sessions are ended
- * with their user's access (`endUserAccess`); this covers one that outlived it (made before that
- * rule, or a user changed in the database by hand), which otherwise failed at the consent step.
+ * with their user's access (`endUserAccess`); this covers one that outlived it (a user changed in
+ * the database by hand, say), which would otherwise fail at the consent step.
  * And a session a password made (or one that did not record how) asks for a sign-in once the
- * user's account accepts no passwords (single sign-on required, SPEC section 16): it is the
+ * user's account accepts no passwords (single sign-on required): it is the
  * password's word, which no longer lets anyone in, unless the user is an owner or admin the
  * required method may not sign in (their password still does).
  */
@@ -100,7 +100,7 @@ function signInPolicy(database: Database, signInMethods: readonly SignInMethod[]
     if (!origin || method === 'single_sign_on') return interactionPolicy.Check.NO_NEED_TO_PROMPT;
     const chosen = await firstOffer(signInMethods, origin.accountId);
     if (!chosen || chosen.offer.passwordAllowed) return interactionPolicy.Check.NO_NEED_TO_PROMPT;
-    // An owner or admin the required method may not sign in keeps their password (SPEC section 17): their session stands.
+    // An owner or admin the required method may not sign in keeps their password (a configuration an admin saved must not lock them out): their session stands.
     return (await chosen.method.acceptsPasswordOf?.(origin.accountId, session.accountId)) ? interactionPolicy.Check.NO_NEED_TO_PROMPT : interactionPolicy.Check.REQUEST_PROMPT;
   }));
   return policy;
