@@ -13,6 +13,97 @@ interface RecordRow {
   consumed_at: Date | string | null;
 }
 
+type LookupColumn = 'key_digest' | 'uid_digest' | 'user_code_digest';
+
+/** The grant a record belongs to: a grant is its own; a client credentials token, its app's standing grant. */
+function grantIdOf(model: string, id: string, payload: AdapterPayload): string | null {
+  if (model === 'Grant') return id;
+  if (model === 'ClientCredentials' && payload.clientId) return clientCredentialsGrantId(payload.clientId);
+  return payload.grantId ?? null;
+}
+
+/** Writes a record (sealed, keyed by its id's digest), then what a session or a new interaction calls for. */
+async function upsertRecord(database: Database, sealer: Sealer, model: string, id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+  const expiresAt = expiresIn ? new Date(Date.now() + expiresIn * 1000).toISOString() : null;
+  await database.em().execute(
+    `insert into oauth_server_records (model, key_digest, payload, grant_id, scope, uid_digest, user_code_digest, expires_at, user_id, consumed_at)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, null)
+     on conflict (model, key_digest) do update set payload = excluded.payload, grant_id = excluded.grant_id, scope = excluded.scope,
+       uid_digest = excluded.uid_digest, user_code_digest = excluded.user_code_digest, expires_at = excluded.expires_at, user_id = excluded.user_id`,
+    [
+      model,
+      digestSecret(id),
+      sealer.seal(JSON.stringify(payload)),
+      grantIdOf(model, id, payload),
+      // Not secret, and what the API's credential resolver needs without unsealing anything.
+      typeof payload.scope === 'string' ? payload.scope : null,
+      // A code carries the uid of the session that issued it, so ending that session ends its codes too (`revokeSignInSessions`).
+      payload.uid ? digestSecret(payload.uid) : model === 'AuthorizationCode' && typeof payload.sessionUid === 'string' ? digestSecret(payload.sessionUid) : null,
+      payload.userCode ? digestSecret(payload.userCode) : null,
+      expiresAt,
+      // Not secret: lets "sign this user out everywhere" find the user's sessions (`endUserAccess`, src/oauth-delegations/user-access.ts).
+      signedInUserOf(payload),
+    ],
+  );
+  if (model === 'Session') await noteSession(database.em(), payload);
+  // Anyone can start a sign-in (one Interaction row each): abandoned ones go as soon as they expire.
+  if (model === 'Interaction') await purgeExpiredInteractions(database.em());
+  if (Math.random() * PURGE_ONE_WRITE_IN < 1) await purgeExpiredRecords(database.em());
+}
+
+/** A live record by one of its digests: not expired, its grant's delegation not revoked, `consumed` set once it was. */
+async function findRecord(database: Database, sealer: Sealer, model: string, column: LookupColumn, digest: string): Promise<AdapterPayload | undefined> {
+  const [row] = await database.em().execute<RecordRow[]>(
+    `select r.payload, r.consumed_at from oauth_server_records r
+      where r.model = ? and r.${column} = ? and (r.expires_at is null or r.expires_at > now())
+        and not exists (select 1 from oauth_delegations d where d.grant_id = r.grant_id and d.status <> 'issued')
+      limit 1`,
+    [model, digest],
+  );
+  if (!row) return undefined;
+  const payload = JSON.parse(sealer.unseal(row.payload)) as AdapterPayload;
+  if (row.consumed_at !== null) payload.consumed = Math.floor(new Date(row.consumed_at).getTime() / 1000);
+  return payload;
+}
+
+function isAccessToken(model: string): boolean {
+  return model === 'AccessToken' || model === 'ClientCredentials';
+}
+
+/**
+ * Only a revocation (RFC 7009) destroys a token: a change that ends access, so the sockets that
+ * presented it are re-checked (and closed) on every instance at the commit.
+ */
+async function revokeToken(database: Database, model: string, id: string): Promise<void> {
+  await database.transactions.onBehalfOf({ face: 'oauth', description: 'OAuth token revoked by its app' }).run(database.em(), async (tx) => {
+    const [row] = await tx.execute<{ grant_id: string | null }[]>('delete from oauth_server_records where model = ? and key_digest = ? returning grant_id', [model, digestSecret(id)]);
+    if (row?.grant_id) await recordTokenRevoked(tx, row.grant_id);
+  }, 'oauthServer.revokeToken');
+}
+
+/**
+ * The library destroys a grant when it revokes it (RFC 7009, a reused refresh token): its
+ * delegation goes with it, a recorded write of the authorization server.
+ */
+async function revokeGrant(database: Database, grantId: string): Promise<void> {
+  await database.transactions.onBehalfOf({ face: 'oauth', description: 'OAuth grant revoked by the authorization server' }).run(database.em(), async (tx) => {
+    await tx.execute('delete from oauth_server_records where model = ? and key_digest = ?', ['Grant', digestSecret(grantId)]);
+    await revokeGrantDelegation(tx, grantId);
+  }, 'oauthServer.revokeGrant');
+}
+
+/**
+ * The library drops every other token of a grant whose token was revoked (RFC 7009), the grant
+ * staying: ending access too, so the sockets that presented them are re-checked after this commit,
+ * not only after the revoked token's own (which they may have passed).
+ */
+async function revokeTokensOfGrant(database: Database, model: string, grantId: string): Promise<void> {
+  await database.transactions.onBehalfOf({ face: 'oauth', description: 'OAuth tokens of a grant revoked with one of them' }).run(database.em(), async (tx) => {
+    const dropped = await tx.execute<{ grant_id: string }[]>('delete from oauth_server_records where model = ? and grant_id = ? returning grant_id', [model, grantId]);
+    if (dropped.length) await recordTokenRevoked(tx, grantId);
+  }, 'oauthServer.revokeGrantTokens');
+}
+
 /**
  * oidc-provider's storage, in PostgreSQL: one row per session, interaction, code, token and grant.
  * Every id is a bearer secret (a token, a code, a cookie value), so rows are keyed by its SHA-256
@@ -25,45 +116,20 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
     constructor(private readonly model: string) {}
 
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
-      const grantId = this.model === 'Grant' ? id : this.model === 'ClientCredentials' && payload.clientId ? clientCredentialsGrantId(payload.clientId) : payload.grantId ?? null;
-      const expiresAt = expiresIn ? new Date(Date.now() + expiresIn * 1000).toISOString() : null;
-      await database.em().execute(
-        `insert into oauth_server_records (model, key_digest, payload, grant_id, scope, uid_digest, user_code_digest, expires_at, user_id, consumed_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, null)
-         on conflict (model, key_digest) do update set payload = excluded.payload, grant_id = excluded.grant_id, scope = excluded.scope,
-           uid_digest = excluded.uid_digest, user_code_digest = excluded.user_code_digest, expires_at = excluded.expires_at, user_id = excluded.user_id`,
-        [
-          this.model,
-          digestSecret(id),
-          sealer.seal(JSON.stringify(payload)),
-          grantId,
-          // Not secret, and what the API's credential resolver needs without unsealing anything.
-          typeof payload.scope === 'string' ? payload.scope : null,
-          // A code carries the uid of the session that issued it, so ending that session ends its codes too (`revokeSignInSessions`).
-          payload.uid ? digestSecret(payload.uid) : this.model === 'AuthorizationCode' && typeof payload.sessionUid === 'string' ? digestSecret(payload.sessionUid) : null,
-          payload.userCode ? digestSecret(payload.userCode) : null,
-          expiresAt,
-          // Not secret: lets "sign this user out everywhere" find the user's sessions (`endUserAccess`, src/oauth-delegations/user-access.ts).
-          signedInUserOf(payload),
-        ],
-      );
-      if (this.model === 'Session') await noteSession(database.em(), payload);
-      // Anyone can start a sign-in (one Interaction row each): abandoned ones go as soon as they expire.
-      if (this.model === 'Interaction') await purgeExpiredInteractions(database.em());
-      if (Math.random() * PURGE_ONE_WRITE_IN < 1) await purgeExpiredRecords(database.em());
+      await upsertRecord(database, sealer, this.model, id, payload, expiresIn);
     }
 
     async find(id: string): Promise<AdapterPayload | undefined> {
       if (this.model === 'Client') return clientMetadataFor(database.em(), clientSecrets, id);
-      return this.findWhere('key_digest', digestSecret(id));
+      return findRecord(database, sealer, this.model, 'key_digest', digestSecret(id));
     }
 
     async findByUid(uid: string): Promise<AdapterPayload | undefined> {
-      return this.findWhere('uid_digest', digestSecret(uid));
+      return findRecord(database, sealer, this.model, 'uid_digest', digestSecret(uid));
     }
 
     async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
-      return this.findWhere('user_code_digest', digestSecret(userCode));
+      return findRecord(database, sealer, this.model, 'user_code_digest', digestSecret(userCode));
     }
 
     async consume(id: string): Promise<void> {
@@ -74,53 +140,14 @@ export function createAdapterFactory(database: Database, sealer: Sealer, clientS
     }
 
     async destroy(id: string): Promise<void> {
-      if (this.model === 'AccessToken' || this.model === 'ClientCredentials') {
-        // Only a revocation (RFC 7009) destroys a token: a change that ends access, so the sockets
-        // that presented it are re-checked (and closed) on every instance at the commit.
-        await database.transactions.onBehalfOf({ face: 'oauth', description: 'OAuth token revoked by its app' }).run(database.em(), async (tx) => {
-          const [row] = await tx.execute<{ grant_id: string | null }[]>('delete from oauth_server_records where model = ? and key_digest = ? returning grant_id', [this.model, digestSecret(id)]);
-          if (row?.grant_id) await recordTokenRevoked(tx, row.grant_id);
-        }, 'oauthServer.revokeToken');
-        return;
-      }
-      if (this.model !== 'Grant') {
-        await database.em().execute('delete from oauth_server_records where model = ? and key_digest = ?', [this.model, digestSecret(id)]);
-        return;
-      }
-      // The library destroys a grant when it revokes it (RFC 7009, a reused refresh token): its
-      // delegation goes with it, a recorded write of the authorization server.
-      await database.transactions.onBehalfOf({ face: 'oauth', description: 'OAuth grant revoked by the authorization server' }).run(database.em(), async (tx) => {
-        await tx.execute('delete from oauth_server_records where model = ? and key_digest = ?', [this.model, digestSecret(id)]);
-        await revokeGrantDelegation(tx, id);
-      }, 'oauthServer.revokeGrant');
+      if (isAccessToken(this.model)) return revokeToken(database, this.model, id);
+      if (this.model === 'Grant') return revokeGrant(database, id);
+      await database.em().execute('delete from oauth_server_records where model = ? and key_digest = ?', [this.model, digestSecret(id)]);
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
-      if (this.model === 'AccessToken' || this.model === 'ClientCredentials') {
-        // The library drops every other token of a grant whose token was revoked (RFC 7009), the
-        // grant staying: ending access too, so the sockets that presented them are re-checked after
-        // this commit, not only after the revoked token's own (which they may have passed).
-        await database.transactions.onBehalfOf({ face: 'oauth', description: 'OAuth tokens of a grant revoked with one of them' }).run(database.em(), async (tx) => {
-          const dropped = await tx.execute<{ grant_id: string }[]>('delete from oauth_server_records where model = ? and grant_id = ? returning grant_id', [this.model, grantId]);
-          if (dropped.length) await recordTokenRevoked(tx, grantId);
-        }, 'oauthServer.revokeGrantTokens');
-        return;
-      }
+      if (isAccessToken(this.model)) return revokeTokensOfGrant(database, this.model, grantId);
       await database.em().execute('delete from oauth_server_records where model = ? and grant_id = ?', [this.model, grantId]);
-    }
-
-    private async findWhere(column: 'key_digest' | 'uid_digest' | 'user_code_digest', digest: string): Promise<AdapterPayload | undefined> {
-      const [row] = await database.em().execute<RecordRow[]>(
-        `select r.payload, r.consumed_at from oauth_server_records r
-          where r.model = ? and r.${column} = ? and (r.expires_at is null or r.expires_at > now())
-            and not exists (select 1 from oauth_delegations d where d.grant_id = r.grant_id and d.status <> 'issued')
-          limit 1`,
-        [this.model, digest],
-      );
-      if (!row) return undefined;
-      const payload = JSON.parse(sealer.unseal(row.payload)) as AdapterPayload;
-      if (row.consumed_at !== null) payload.consumed = Math.floor(new Date(row.consumed_at).getTime() / 1000);
-      return payload;
     }
   };
 }

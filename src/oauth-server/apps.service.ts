@@ -19,7 +19,7 @@ export const APP_NAME_MAX = 100;
 const MAX_REDIRECT_URIS = 10;
 /** An integration acts for the account as long as the app exists; its delegation says so. */
 const INTEGRATION_DELEGATION_LIFETIME_MS = 100 * 365 * 86_400_000;
-/** How long a rotated-out client secret keeps working, at most and by default (SPEC section 18). */
+/** How long a rotated-out client secret keeps working, at most and by default: the app's instances switch to the new one meanwhile. */
 export const PREVIOUS_SECRET_MAX_SECONDS = 604_800;
 export const PREVIOUS_SECRET_DEFAULT_SECONDS = 86_400;
 
@@ -29,7 +29,7 @@ export function isConfidential(kind: AppKind): boolean {
 }
 
 /**
- * What a delegation made by this app is called in listings (SPEC section 6 types). A browser app
+ * What a delegation made by this app is called in listings (a delegation is `mobile`, `web` or `integration`). A browser app
  * (`spa`) is the product's web app in another shape: its sign-ins are `web` delegations, so
  * signing out of the web app ends them.
  */

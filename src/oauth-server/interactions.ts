@@ -71,116 +71,140 @@ function first(value: unknown): string {
   return typeof value === 'string' ? value : '';
 }
 
+interface InteractionRouteDeps {
+  database: Database;
+  serverSecret: Buffer;
+  logger: Logger;
+  provider: () => Promise<Provider>;
+  signInLimits?: SignInLimits;
+  signInMethods?: readonly SignInMethod[];
+}
+
+type InteractionHandler = (req: Request, res: Response, provider: Provider, interaction: Interaction, app: OAuthApp) => Promise<void>;
+
+/** What the interaction pages share: the CSRF token bound to each interaction, the attempt limits, the other sign-in methods. */
+interface InteractionPages {
+  deps: InteractionRouteDeps;
+  csrfFor(uid: string): string;
+  csrfValid(uid: string, given: unknown): boolean;
+  limits: SignInLimits;
+  alternative: ReturnType<typeof alternativeSignIn>;
+}
+
 /**
- * The account-side half of the flows: the sign-in form, the consent form for third-party apps, and
- * the grant each consent makes (recorded as the user's delegation). The first-party web app skips
- * consent; the mobile app (a public client) skips it only right after the user signed in in the
- * same flow, and otherwise asks the user to confirm. Forms post back to the interaction's own URL, whose cookie is SameSite=Lax and
- * path-bound, and carry a token bound to the interaction (CSRF).
+ * Runs `handler` with the request's interaction and its app: an unknown or disabled app, and an
+ * interaction that expired or belongs to another browser, get a problem page instead.
  */
-export function interactionRoutes(router: Router, deps: { database: Database; serverSecret: Buffer; logger: Logger; provider: () => Promise<Provider>; signInLimits?: SignInLimits; signInMethods?: readonly SignInMethod[] }): void {
-  const csrfKey = deriveKey(deps.serverSecret, 'oauth-server:csrf');
-  const csrfFor = (uid: string) => hmac(csrfKey, uid).toString('base64url');
-  const csrfValid = (uid: string, given: unknown) => typeof given === 'string' && safeEqual(Buffer.from(given), Buffer.from(csrfFor(uid)));
-  const limits = deps.signInLimits ?? DEFAULT_SIGN_IN_LIMITS;
-  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 10 });
-  const alternative = alternativeSignIn(deps.signInMethods ?? [], { csrfFor, csrfValid, sendPage, form, database: deps.database, provider: deps.provider });
-
-  const withInteraction = (handler: (req: Request, res: Response, provider: Provider, interaction: Interaction, app: OAuthApp) => Promise<void>) =>
-    async (req: Request, res: Response, next: NextFunction) => {
-      try {
-        const provider = await deps.provider();
-        const interaction = await provider.interactionDetails(req, res);
-        const app = await findApp(deps.database.em(), String(interaction.params.client_id ?? ''));
-        if (!app) return sendPage(res, 400, problemPage('Unknown app', 'The app that sent you here is no longer registered.'));
-        // Disabled while its sign-in page was open: nothing is approved for it (its flows fail, as every other of its requests).
-        if (app.disabledAt !== null) return sendPage(res, 403, problemPage('App disabled', 'The app that sent you here has been disabled by your administrator.'));
-        await handler(req, res, provider, interaction, app);
-      } catch (error) {
-        if (error instanceof errors.SessionNotFound || error instanceof errors.InvalidRequest) {
-          return sendPage(res, 400, problemPage('Sign-in expired', 'This sign-in page has expired or was opened in another browser. Go back to the app and start again.'));
-        }
-        next(error);
+function withInteraction(deps: InteractionRouteDeps, handler: InteractionHandler) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const provider = await deps.provider();
+      const interaction = await provider.interactionDetails(req, res);
+      const app = await findApp(deps.database.em(), String(interaction.params.client_id ?? ''));
+      if (!app) return sendPage(res, 400, problemPage('Unknown app', 'The app that sent you here is no longer registered.'));
+      // Disabled while its sign-in page was open: nothing is approved for it (its flows fail, as every other of its requests).
+      if (app.disabledAt !== null) return sendPage(res, 403, problemPage('App disabled', 'The app that sent you here has been disabled by your administrator.'));
+      await handler(req, res, provider, interaction, app);
+    } catch (error) {
+      if (error instanceof errors.SessionNotFound || error instanceof errors.InvalidRequest) {
+        return sendPage(res, 400, problemPage('Sign-in expired', 'This sign-in page has expired or was opened in another browser. Go back to the app and start again.'));
       }
-    };
-
-  /** Creates (or widens) the grant and records it as the user's delegation, then lets the flow resume. */
-  async function approve(req: Request, res: Response, provider: Provider, interaction: Interaction, app: OAuthApp): Promise<void> {
-    const userId = interaction.session?.accountId;
-    if (!userId) throw new errors.SessionNotFound('no signed-in user for this interaction');
-    const em = deps.database.em();
-    const [member] = await em.execute<{ id: string }[]>('select id from users where id = ? and account_id = ? and deleted_at is null and suspended_at is null', [userId, app.account.id]);
-    if (!member) {
-      return finish(req, res, provider, { error: 'access_denied', error_description: 'The signed-in user is not a member of the account that owns this app.' });
+      next(error);
     }
-    const existing = interaction.grantId ? await provider.Grant.find(interaction.grantId) : undefined;
-    const lifetime = app.kind === 'spa' ? LIFETIMES.browserSignIn : LIFETIMES.grant;
-    // The library takes `expiresIn` at construction (it is not in its typings); an existing grant keeps its expiry.
-    const grant = existing ?? new provider.Grant({ accountId: userId, clientId: app.clientId, expiresIn: lifetime } as ConstructorParameters<typeof provider.Grant>[0]);
-    const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
-    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
-    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
-    const resources = Object.keys(missing.missingResourceScopes ?? {});
-    for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) grant.addResourceScope(indicator, scopes.join(' '));
-    const grantId = await grant.save();
-    const scopes = [
-      ...(grant.getOIDCScope()?.split(' ') ?? []),
-      ...resources.flatMap((indicator) => grant.getResourceScope(indicator)?.split(' ') ?? []),
-    ].filter(Boolean);
-    await pageWrites(deps.database, req, res, userId).run(em, (tx) => recordGrantDelegation(tx, {
-      accountId: app.account.id,
-      userId,
-      type: delegationTypeFor(app.kind),
-      clientId: app.clientId,
-      clientName: app.name,
-      scopes: [...new Set(scopes)],
-      grantId,
-      expiresAt: new Date(Date.now() + lifetime * 1000),
-    }), 'oauthServer.consent');
-    await finish(req, res, provider, { consent: existing ? {} : { grantId } }, true);
-  }
+  };
+}
 
-  async function finish(req: Request, res: Response, provider: Provider, result: InteractionResults, merge = false): Promise<void> {
-    await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: merge });
-  }
+async function finish(req: Request, res: Response, provider: Provider, result: InteractionResults, merge = false): Promise<void> {
+  await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: merge });
+}
 
-  router.get(`${INTERACTION_PATH}/:uid`, withInteraction(async (req, res, provider, interaction, app) => {
-    const action = `${INTERACTION_PATH}/${interaction.uid}`;
+/** Creates (or widens) the grant and records it as the user's delegation, then lets the flow resume. */
+async function approve(pages: InteractionPages, req: Request, res: Response, provider: Provider, interaction: Interaction, app: OAuthApp): Promise<void> {
+  const { database } = pages.deps;
+  const userId = interaction.session?.accountId;
+  if (!userId) throw new errors.SessionNotFound('no signed-in user for this interaction');
+  const em = database.em();
+  const [member] = await em.execute<{ id: string }[]>('select id from users where id = ? and account_id = ? and deleted_at is null and suspended_at is null', [userId, app.account.id]);
+  if (!member) {
+    return finish(req, res, provider, { error: 'access_denied', error_description: 'The signed-in user is not a member of the account that owns this app.' });
+  }
+  const existing = interaction.grantId ? await provider.Grant.find(interaction.grantId) : undefined;
+  const lifetime = app.kind === 'spa' ? LIFETIMES.browserSignIn : LIFETIMES.grant;
+  // The library takes `expiresIn` at construction (it is not in its typings); an existing grant keeps its expiry.
+  const grant = existing ?? new provider.Grant({ accountId: userId, clientId: app.clientId, expiresIn: lifetime } as ConstructorParameters<typeof provider.Grant>[0]);
+  const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
+  if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+  if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+  const resources = Object.keys(missing.missingResourceScopes ?? {});
+  for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) grant.addResourceScope(indicator, scopes.join(' '));
+  const grantId = await grant.save();
+  const scopes = [
+    ...(grant.getOIDCScope()?.split(' ') ?? []),
+    ...resources.flatMap((indicator) => grant.getResourceScope(indicator)?.split(' ') ?? []),
+  ].filter(Boolean);
+  await pageWrites(database, req, res, userId).run(em, (tx) => recordGrantDelegation(tx, {
+    accountId: app.account.id,
+    userId,
+    type: delegationTypeFor(app.kind),
+    clientId: app.clientId,
+    clientName: app.name,
+    scopes: [...new Set(scopes)],
+    grantId,
+    expiresAt: new Date(Date.now() + lifetime * 1000),
+  }), 'oauthServer.consent');
+  await finish(req, res, provider, { consent: existing ? {} : { grantId } }, true);
+}
+
+/**
+ * The consent step: the first-party web app is approved at once; the mobile and browser apps only
+ * right after the user signed in in this flow, else the user confirms; any other app (a third
+ * party's) shows the user the scopes it is missing.
+ */
+async function consentStep(pages: InteractionPages, req: Request, res: Response, provider: Provider, interaction: Interaction, app: OAuthApp): Promise<void> {
+  const action = `${INTERACTION_PATH}/${interaction.uid}/consent`;
+  if (app.kind === 'web') return approve(pages, req, res, provider, interaction, app);
+  // A public client proves nothing about who started the flow: another app on the device can use
+  // the mobile app's client id (and a loopback port of its own). Unless the user signed in during
+  // this very flow, they confirm it (RFC 8252, section 8.6).
+  if (app.kind === 'mobile' || app.kind === 'spa') {
+    if (interaction.lastSubmission?.login) return approve(pages, req, res, provider, interaction, app);
+    const [user] = await pages.deps.database.em().execute<{ email: string }[]>('select email from users where id = ? and deleted_at is null', [interaction.session?.accountId ?? '']);
+    return sendPage(res, 200, continuePage({ action, csrf: pages.csrfFor(interaction.uid), appName: app.name, email: user?.email ?? '' }));
+  }
+  const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
+  const scopes = [...new Set([...(missing.missingOIDCScope ?? []), ...Object.values(missing.missingResourceScopes ?? {}).flat()])];
+  return sendPage(res, 200, consentPage({ action, csrf: pages.csrfFor(interaction.uid), appName: app.name, scopes }));
+}
+
+/** GET of the interaction's page: the sign-in form or the consent step, whichever the flow waits for. */
+function showInteraction(pages: InteractionPages): InteractionHandler {
+  return async (req, res, provider, interaction, app) => {
     if (interaction.prompt.name === 'login') {
-      return sendPage(res, 200, signInPage({ action: `${action}/login`, csrf: csrfFor(interaction.uid), appName: app.name, alternative: await alternative.offer(interaction.uid, app.account.id) }));
+      return sendPage(res, 200, signInPage({ action: `${INTERACTION_PATH}/${interaction.uid}/login`, csrf: pages.csrfFor(interaction.uid), appName: app.name, alternative: await pages.alternative.offer(interaction.uid, app.account.id) }));
     }
-    if (interaction.prompt.name === 'consent') {
-      if (app.kind === 'web') return approve(req, res, provider, interaction, app);
-      // A public client proves nothing about who started the flow: another app on the device can use
-      // the mobile app's client id (and a loopback port of its own). Unless the user signed in during
-      // this very flow, they confirm it (RFC 8252, section 8.6).
-      if (app.kind === 'mobile' || app.kind === 'spa') {
-        if (interaction.lastSubmission?.login) return approve(req, res, provider, interaction, app);
-        const [user] = await deps.database.em().execute<{ email: string }[]>('select email from users where id = ? and deleted_at is null', [interaction.session?.accountId ?? '']);
-        return sendPage(res, 200, continuePage({ action: `${action}/consent`, csrf: csrfFor(interaction.uid), appName: app.name, email: user?.email ?? '' }));
-      }
-      const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
-      const scopes = [...new Set([...(missing.missingOIDCScope ?? []), ...Object.values(missing.missingResourceScopes ?? {}).flat()])];
-      return sendPage(res, 200, consentPage({ action: `${action}/consent`, csrf: csrfFor(interaction.uid), appName: app.name, scopes }));
-    }
+    if (interaction.prompt.name === 'consent') return consentStep(pages, req, res, provider, interaction, app);
     return sendPage(res, 400, problemPage('Sign-in problem', 'This step of the sign-in is not supported.'));
-  }));
+  };
+}
 
-  router.post(`${INTERACTION_PATH}/:uid/login`, form, withInteraction(async (req, res, provider, interaction, app) => {
-    if (interaction.prompt.name !== 'login' || !csrfValid(interaction.uid, req.body?.csrf)) {
+/** The sign-in form's post: the email and password checked under the attempt limits, the attempt recorded either way. */
+function signInWithPassword(pages: InteractionPages): InteractionHandler {
+  const { deps, alternative } = pages;
+  return async (req, res, provider, interaction, app) => {
+    if (interaction.prompt.name !== 'login' || !pages.csrfValid(interaction.uid, req.body?.csrf)) {
       return sendPage(res, 400, problemPage('Sign-in expired', 'This sign-in form is no longer valid. Go back to the app and start again.'));
     }
     const email = first(req.body?.email).trim().slice(0, USER_FIELD_LIMITS.email.max);
     const password = first(req.body?.password).slice(0, PASSWORD_MAX_LENGTH);
     const offer = await alternative.offer(interaction.uid, app.account.id);
     const page = (status: number, error: string) =>
-      sendPage(res, status, signInPage({ action: `${INTERACTION_PATH}/${interaction.uid}/login`, csrf: csrfFor(interaction.uid), appName: app.name, email, error, alternative: offer }));
+      sendPage(res, status, signInPage({ action: `${INTERACTION_PATH}/${interaction.uid}/login`, csrf: pages.csrfFor(interaction.uid), appName: app.name, email, error, alternative: offer }));
     // When the account requires its other method, a password signs in only an owner or admin that
     // method may not sign in (a configuration an admin saved must not lock the owner out). Every
     // other refusal reads the same, so the answer tells nobody whether a member's password was right.
     const passwordsRefused = offer !== undefined && !offer.passwordAllowed;
     const em = deps.database.em();
-    const attempt = await beginSignInAttempt(em, email, req.ip ?? 'unknown', limits);
+    const attempt = await beginSignInAttempt(em, email, req.ip ?? 'unknown', pages.limits);
     if (!attempt.allowed) {
       deps.logger.warn({ clientId: app.clientId }, 'sign-in attempts over the limit');
       res.set('Retry-After', String(attempt.retryAfterSeconds));
@@ -196,17 +220,40 @@ export function interactionRoutes(router: Router, deps: { database: Database; se
     if (!userId) return page(401, WRONG_CREDENTIALS);
     await attempt.succeeded();
     await finish(req, res, provider, signedInResult(userId, { method: 'password' }));
-  }));
+  };
+}
 
-  alternative.mount(router, withInteraction);
-
-  router.post(`${INTERACTION_PATH}/:uid/consent`, form, withInteraction(async (req, res, provider, interaction, app) => {
-    if (interaction.prompt.name !== 'consent' || !csrfValid(interaction.uid, req.body?.csrf)) {
+/** The consent form's post: approved, or the flow ends with access_denied. */
+function answerConsent(pages: InteractionPages): InteractionHandler {
+  return async (req, res, provider, interaction, app) => {
+    if (interaction.prompt.name !== 'consent' || !pages.csrfValid(interaction.uid, req.body?.csrf)) {
       return sendPage(res, 400, problemPage('Sign-in expired', 'This consent form is no longer valid. Go back to the app and start again.'));
     }
     if (req.body?.decision !== 'approve') {
       return finish(req, res, provider, { error: 'access_denied', error_description: 'The user did not allow the app.' });
     }
-    await approve(req, res, provider, interaction, app);
-  }));
+    await approve(pages, req, res, provider, interaction, app);
+  };
+}
+
+/**
+ * The account-side half of the flows: the sign-in form, the consent form for third-party apps, and
+ * the grant each consent makes (recorded as the user's delegation). The first-party web app skips
+ * consent; the mobile app (a public client) skips it only right after the user signed in in the
+ * same flow, and otherwise asks the user to confirm. Forms post back to the interaction's own URL, whose cookie is SameSite=Lax and
+ * path-bound, and carry a token bound to the interaction (CSRF).
+ */
+export function interactionRoutes(router: Router, deps: InteractionRouteDeps): void {
+  const csrfKey = deriveKey(deps.serverSecret, 'oauth-server:csrf');
+  const csrfFor = (uid: string) => hmac(csrfKey, uid).toString('base64url');
+  const csrfValid = (uid: string, given: unknown) => typeof given === 'string' && safeEqual(Buffer.from(given), Buffer.from(csrfFor(uid)));
+  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 10 });
+  const alternative = alternativeSignIn(deps.signInMethods ?? [], { csrfFor, csrfValid, sendPage, form, database: deps.database, provider: deps.provider });
+  const pages: InteractionPages = { deps, csrfFor, csrfValid, limits: deps.signInLimits ?? DEFAULT_SIGN_IN_LIMITS, alternative };
+  const interactionStep = (handler: InteractionHandler) => withInteraction(deps, handler);
+
+  router.get(`${INTERACTION_PATH}/:uid`, interactionStep(showInteraction(pages)));
+  router.post(`${INTERACTION_PATH}/:uid/login`, form, interactionStep(signInWithPassword(pages)));
+  alternative.mount(router, interactionStep);
+  router.post(`${INTERACTION_PATH}/:uid/consent`, form, interactionStep(answerConsent(pages)));
 }

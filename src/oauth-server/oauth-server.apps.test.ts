@@ -222,7 +222,7 @@ describe('revocation and introspection endpoints, user deletion, GraphQL', () =>
     expect(listed.data.oauthApps).toEqual([{ clientId: app.client_id, name: 'mobile app', kind: 'MOBILE', redirectUris: [MOBILE_REDIRECT], scope: expect.stringContaining('users.read') }]);
 
     const config = await discover(fixture.instances[0]!.url, app.client_id, client.None());
-    // changeMyPassword needs users.write (SPEC section 2).
+    // changeMyPassword needs users.write.
     const { tokens } = await signIn({ config, baseUrl: fixture.instances[0]!.url, redirectUri: MOBILE_REDIRECT, scope: 'users.read users.write oauth_delegations.read', email: m.email, password: PASSWORD });
     const bearer = `Bearer ${tokens.access_token}`;
     const denied = await graphqlCall(fixture.instances[0]!, bearer, '{ oauthApps { clientId } }');
@@ -237,7 +237,7 @@ describe('revocation and introspection endpoints, user deletion, GraphQL', () =>
 
     const change = 'mutation($input: ChangeMyPasswordInput!) { changeMyPassword(input: $input) { changed } }';
     const wrong = await graphqlCall(fixture.instances[1]!, bearer, change, { input: { currentPassword: 'not my password', newPassword: 'another long passphrase' } });
-    // A form's mistake (SPEC section 20): BAD_USER_INPUT naming the field, not FORBIDDEN.
+    // A form's mistake is BAD_USER_INPUT naming the field, not FORBIDDEN.
     expect(wrong.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', fields: [{ path: ['input', 'currentPassword'], code: 'INCORRECT' }] });
     const changed = await graphqlCall(fixture.instances[1]!, bearer, change, { input: { currentPassword: PASSWORD, newPassword: 'another long passphrase' } });
     expect(changed.data).toEqual({ changeMyPassword: { changed: true } });

@@ -60,7 +60,7 @@ describe('wrong current passwords', () => {
     const m = await newMember(fixture.database);
     const key = (await fixture.database.transactions.run(fixture.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: m.accountId, userId: m.userId }))).apiKey;
     for (let attempt = 1; attempt <= 5; attempt += 1) {
-      // A form's mistake (SPEC section 20): the field to correct, not FORBIDDEN.
+      // A form's mistake is BAD_USER_INPUT naming the field to correct, not FORBIDDEN.
       expect((await change(`Token token=${key}`, `wrong guess number ${attempt}`)).errors?.[0]?.extensions).toMatchObject({
         code: 'BAD_USER_INPUT',
         fields: [{ path: ['input', 'currentPassword'], code: 'INCORRECT', message: 'currentPassword is not correct.' }],

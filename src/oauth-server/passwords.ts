@@ -82,7 +82,7 @@ export interface PasswordChange {
 }
 
 /**
- * A user changing their own password (SPEC section 2): only through a credential that may write the
+ * A user changing their own password: only through a credential that may write the
  * user and is the user's own or a first-party app's (never a third-party app's or an integration's
  * token, which could otherwise guess the password and take the account over); the current password
  * is checked under the sign-in form's limits (a wrong one counts as a failed sign-in of that email);

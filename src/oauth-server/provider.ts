@@ -80,10 +80,10 @@ interface UserRow {
 /**
  * The library's prompts, plus two checks. A session whose user may no longer sign in (suspended,
  * deleted: `findAccount` finds nobody) asks for a sign-in, as no session would. Sessions are ended
- * with their user's access (`endUserAccess`); this covers one that outlived it (made before that
- * rule, or a user changed in the database by hand), which otherwise failed at the consent step.
+ * with their user's access (`endUserAccess`); this covers one that outlived it (a user changed in
+ * the database by hand, say), which would otherwise fail at the consent step.
  * And a session a password made (or one that did not record how) asks for a sign-in once the
- * user's account accepts no passwords (single sign-on required, SPEC section 16): it is the
+ * user's account accepts no passwords (single sign-on required): it is the
  * password's word, which no longer lets anyone in, unless the user is an owner or admin the
  * required method may not sign in (their password still does).
  */
@@ -100,10 +100,101 @@ function signInPolicy(database: Database, signInMethods: readonly SignInMethod[]
     if (!origin || method === 'single_sign_on') return interactionPolicy.Check.NO_NEED_TO_PROMPT;
     const chosen = await firstOffer(signInMethods, origin.accountId);
     if (!chosen || chosen.offer.passwordAllowed) return interactionPolicy.Check.NO_NEED_TO_PROMPT;
-    // An owner or admin the required method may not sign in keeps their password (SPEC section 17): their session stands.
+    // An owner or admin the required method may not sign in keeps their password (a configuration an admin saved must not lock them out): their session stands.
     return (await chosen.method.acceptsPasswordOf?.(origin.accountId, session.accountId)) ? interactionPolicy.Check.NO_NEED_TO_PROMPT : interactionPolicy.Check.REQUEST_PROMPT;
   }));
   return policy;
+}
+
+/** The library's cookies: signed with a key of their own, HttpOnly, SameSite=Lax, Secure behind an https issuer. */
+function cookieSettings(serverSecret: Buffer, secureCookies: boolean): Configuration['cookies'] {
+  const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure: secureCookies, overwrite: true };
+  return {
+    keys: [deriveKey(serverSecret, 'oauth-server:cookies').toString('base64url')],
+    long: cookieOptions,
+    short: cookieOptions,
+    names: { session: SIGN_IN_SESSION_COOKIE, interaction: 'oauth_interaction', resume: 'oauth_interaction_resume' },
+  };
+}
+
+/**
+ * The one resource tokens are for, the API: an app gets the API scopes it was registered with,
+ * and asking for one it was not registered with is an error, not a silent narrowing.
+ */
+function apiResourceIndicators(database: Database, apiResource: string): NonNullable<Configuration['features']>['resourceIndicators'] {
+  return {
+    enabled: true,
+    defaultResource: () => apiResource,
+    useGrantedResource: () => true,
+    async getResourceServerInfo(ctx, resourceIndicator, client) {
+      if (resourceIndicator !== apiResource) throw new errors.InvalidTarget();
+      const app = await findApp(database.em(), client.clientId);
+      const allowed = new Set(app?.scope.split(' ') ?? []);
+      const requested = String(ctx.oidc.params?.scope ?? '').split(' ');
+      const refused = SCOPES.filter((scope) => requested.includes(scope) && !allowed.has(scope));
+      if (refused.length) throw new errors.InvalidScope('the app is not registered for this scope', refused.join(' '));
+      return {
+        scope: SCOPES.filter((scope) => allowed.has(scope)).join(' '),
+        audience: apiResource,
+        accessTokenFormat: 'opaque',
+        accessTokenTTL: LIFETIMES.accessToken,
+      };
+    },
+  };
+}
+
+/** The endpoints beyond authorization and token (client credentials, revocation, introspection, userinfo), and the API as the one resource; no development sign-in pages. */
+function featureSettings(database: Database, apiResource: string): Configuration['features'] {
+  return {
+    devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
+    // An app may revoke and introspect only the tokens issued to it.
+    revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
+    introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
+    userinfo: { enabled: true },
+    resourceIndicators: apiResourceIndicators(database, apiResource),
+  };
+}
+
+/** How long each kind of the library's records lives (`LIFETIMES`). */
+function tokenLifetimes(): Configuration['ttl'] {
+  return {
+    AccessToken: LIFETIMES.accessToken,
+    AuthorizationCode: LIFETIMES.authorizationCode,
+    ClientCredentials: LIFETIMES.accessToken,
+    // A browser app's refresh tokens rotate on every use and all end when its sign-in's day does.
+    RefreshToken: (_ctx, token, client) => {
+      if (!isBrowserApp(client)) return LIFETIMES.refreshToken;
+      const began = token.iiat ?? token.iat ?? Math.floor(Date.now() / 1000);
+      return Math.max(1, began + LIFETIMES.browserSignIn - Math.floor(Date.now() / 1000));
+    },
+    Grant: LIFETIMES.grant,
+    Session: LIFETIMES.session,
+    Interaction: LIFETIMES.interaction,
+    IdToken: LIFETIMES.accessToken,
+  };
+}
+
+/** The signed-in user's claims; a suspended or deleted user is found by nobody (their session asks for a sign-in). */
+function accountFinder(database: Database): Configuration['findAccount'] {
+  return async (_ctx, sub) => {
+    const [user] = await database.em().execute<UserRow[]>('select id, name, email, time_zone from users where id = ? and deleted_at is null and suspended_at is null', [sub]);
+    if (!user) return undefined;
+    return { accountId: user.id, claims: () => ({ sub: user.id, name: user.name, email: user.email, zoneinfo: user.time_zone }) };
+  };
+}
+
+/**
+ * After a rotation the previous secret still authenticates the app until its grace period ends
+ * (read from the database at each use, so every instance agrees and the end needs no restart).
+ */
+function acceptPreviousClientSecret(provider: Provider, database: Database, clientSecrets: Sealer): void {
+  const compareCurrentSecret = provider.Client.prototype.compareClientSecret;
+  provider.Client.prototype.compareClientSecret = async function compareClientSecret(this: InstanceType<Provider['Client']>, actual: string) {
+    if (await compareCurrentSecret.call(this, actual)) return true;
+    const previous = await previousClientSecret(database.em(), clientSecrets, this.clientId);
+    return previous !== undefined && typeof actual === 'string' && safeEqual(Buffer.from(previous), Buffer.from(actual));
+  };
 }
 
 /**
@@ -114,22 +205,15 @@ function signInPolicy(database: Database, signInMethods: readonly SignInMethod[]
  */
 export async function createProvider(options: { database: Database; serverSecret: Buffer; logger: Logger; settings: OAuthServerSettings; signInMethods?: readonly SignInMethod[] }): Promise<Provider> {
   const { database, serverSecret, logger, settings } = options;
-  const lifetimes = LIFETIMES;
   const sealers = sealersFor(serverSecret);
   const issuer = settings.issuer.replace(/\/+$/, '');
   const apiResource = `${issuer}/`;
   const secureCookies = new URL(issuer).protocol === 'https:';
-  const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure: secureCookies, overwrite: true };
 
   const configuration: Configuration = {
     adapter: createAdapterFactory(database, sealers.records, sealers.clientSecrets),
     jwks: { keys: await loadSigningKeys(database.em(), sealers.signingKeys) },
-    cookies: {
-      keys: [deriveKey(serverSecret, 'oauth-server:cookies').toString('base64url')],
-      long: cookieOptions,
-      short: cookieOptions,
-      names: { session: SIGN_IN_SESSION_COOKIE, interaction: 'oauth_interaction', resume: 'oauth_interaction_resume' },
-    },
+    cookies: cookieSettings(serverSecret, secureCookies),
     routes: OAUTH_ROUTES,
     interactions: { url: (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}`, policy: signInPolicy(database, options.signInMethods ?? []) },
     claims: { openid: ['sub'], profile: ['name', 'email', 'zoneinfo'] },
@@ -138,39 +222,8 @@ export async function createProvider(options: { database: Database; serverSecret
     // Only the authorization code flow: nothing issues tokens from the authorization endpoint.
     responseTypes: ['code'],
     allowOmittingSingleRegisteredRedirectUri: false,
-    features: {
-      devInteractions: { enabled: false },
-      clientCredentials: { enabled: true },
-      // An app may revoke and introspect only the tokens issued to it.
-      revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
-      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
-      userinfo: { enabled: true },
-      resourceIndicators: {
-        enabled: true,
-        defaultResource: () => apiResource,
-        useGrantedResource: () => true,
-        async getResourceServerInfo(ctx, resourceIndicator, client) {
-          if (resourceIndicator !== apiResource) throw new errors.InvalidTarget();
-          const app = await findApp(database.em(), client.clientId);
-          const allowed = new Set(app?.scope.split(' ') ?? []);
-          // Asking for an API scope the app was not registered with is an error, not a silent narrowing.
-          const requested = String(ctx.oidc.params?.scope ?? '').split(' ');
-          const refused = SCOPES.filter((scope) => requested.includes(scope) && !allowed.has(scope));
-          if (refused.length) throw new errors.InvalidScope('the app is not registered for this scope', refused.join(' '));
-          return {
-            scope: SCOPES.filter((scope) => allowed.has(scope)).join(' '),
-            audience: apiResource,
-            accessTokenFormat: 'opaque',
-            accessTokenTTL: lifetimes.accessToken,
-          };
-        },
-      },
-    },
-    async findAccount(_ctx, sub) {
-      const [user] = await database.em().execute<UserRow[]>('select id, name, email, time_zone from users where id = ? and deleted_at is null and suspended_at is null', [sub]);
-      if (!user) return undefined;
-      return { accountId: user.id, claims: () => ({ sub: user.id, name: user.name, email: user.email, zoneinfo: user.time_zone }) };
-    },
+    features: featureSettings(database, apiResource),
+    findAccount: accountFinder(database),
     // Refresh tokens for every sign-in app, not only for offline_access; rotated on every use.
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     rotateRefreshToken: true,
@@ -178,21 +231,7 @@ export async function createProvider(options: { database: Database; serverSecret
     // session: ending the sessions (signing out of the mobile app) leaves the web app's delegation
     // working; revoking a delegation is what ends its tokens.
     expiresWithSession: async () => false,
-    ttl: {
-      AccessToken: lifetimes.accessToken,
-      AuthorizationCode: lifetimes.authorizationCode,
-      ClientCredentials: lifetimes.accessToken,
-      // A browser app's refresh tokens rotate on every use and all end when its sign-in's day does.
-      RefreshToken: (_ctx, token, client) => {
-        if (!isBrowserApp(client)) return lifetimes.refreshToken;
-        const began = token.iiat ?? token.iat ?? Math.floor(Date.now() / 1000);
-        return Math.max(1, began + lifetimes.browserSignIn - Math.floor(Date.now() / 1000));
-      },
-      Grant: lifetimes.grant,
-      Session: lifetimes.session,
-      Interaction: lifetimes.interaction,
-      IdToken: lifetimes.accessToken,
-    },
+    ttl: tokenLifetimes(),
     async renderError(ctx: KoaContextWithOIDC, out) {
       ctx.type = 'html';
       ctx.body = problemPage('Sign-in problem', `${String(out.error ?? 'error')}: ${String(out.error_description ?? 'the request could not be completed.')}`);
@@ -206,15 +245,7 @@ export async function createProvider(options: { database: Database; serverSecret
   // like plain http); nothing of ours reads the library's idea of the client address.
   provider.proxy = settings.trustProxy !== false || secureCookies;
   if (typeof settings.trustProxy === 'number') provider.maxIpsCount = settings.trustProxy;
-  // After a rotation the previous secret still authenticates the app until its grace period ends
-  // (read from the database at each use, so every instance agrees and the end needs no restart).
-  const compareCurrentSecret = provider.Client.prototype.compareClientSecret;
-  provider.Client.prototype.compareClientSecret = async function compareClientSecret(this: InstanceType<Provider['Client']>, actual: string) {
-    if (await compareCurrentSecret.call(this, actual)) return true;
-    const previous = await previousClientSecret(database.em(), sealers.clientSecrets, this.clientId);
-    return previous !== undefined && typeof actual === 'string' && safeEqual(Buffer.from(previous), Buffer.from(actual));
-  };
+  acceptPreviousClientSecret(provider, database, sealers.clientSecrets);
   provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'authorization server error'));
   return provider;
 }
-

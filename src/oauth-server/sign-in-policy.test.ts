@@ -8,8 +8,8 @@ const WEB_REDIRECT = 'https://web.example.com/callback';
 
 /**
  * A sign-in session is a password's or a provider's word, kept for 14 days. When the account comes
- * to require single sign-on, a password's word no longer lets that browser in (SPEC section 16:
- * passwords stop working); the browser is asked to sign in again, with the provider.
+ * to require single sign-on, a password's word no longer lets that browser in: the browser is asked
+ * to sign in again, with the provider.
  */
 describe('a password sign-in session once the account requires single sign-on', () => {
   test('the next GET /oauth/authorize shows the sign-in page, not a silent code; without the requirement it stays silent', async () => {

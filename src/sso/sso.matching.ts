@@ -35,7 +35,7 @@ interface EligibleUser {
 
 /**
  * The rule that keeps admins (and apps acting for them) from signing in as the owner or another
- * admin (SPEC section 17): an owner or admin (their role now) is signed in only by a configuration
+ * admin: an owner or admin (their role now) is signed in only by a configuration
  * saved with owner rights or by them, and is linked by email only when that email was last set with
  * owner rights or by them. `byEmail`: the email vouches for them (a first link, or a link made
  * while they were a member). Members are not concerned. The sign-in and the password form's

@@ -8,7 +8,7 @@ import { Account } from '../accounts/account.entity.js';
 import { User } from '../users/user.entity.js';
 
 /**
- * SPEC section 17: no sequence of API calls lets an admin, or an app acting for one, sign in
+ * No sequence of API calls lets an admin, or an app acting for one, sign in
  * through single sign-on as the owner or as another admin. Two fake OpenID providers that sign in
  * whoever types a login: the company's, and one an admin runs for themself.
  */
@@ -118,7 +118,7 @@ async function emailAuthorship(userId: string) {
   return row!;
 }
 
-/** Changes a user's email over SCIM (SPEC section 12: the identity provider may change any email) with a token an admin minted. */
+/** Changes a user's email over SCIM (the identity provider may change any user's email) with a token an admin minted. */
 async function scimSetsEmail(adminKey: string, userId: string, email: string) {
   const { createProvisioningToken } = await graphql(adminKey, 'mutation { createProvisioningToken(input: {description: "the admin\'s"}) { token } }', {});
   const response = await fetch(`${base()}/scim/v2/Users/${userId}`, {

@@ -24,7 +24,8 @@ export interface ConfigureSsoInput {
   /**
    * Who saves it: the operator, or the request's principal. Only a configuration saved with owner
    * rights (the operator, a user whose role is owner) signs in owners and admins other than the
-   * user who saved it (SPEC section 17; `sso.matching.ts`).
+   * user who saved it (`sso.matching.ts`), so an admin cannot sign in as the owner or another
+   * admin through a provider they configured.
    */
   savedBy: Writer;
 }
