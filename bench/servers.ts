@@ -90,9 +90,10 @@ function memoryFromMetrics(text: string): Pick<Stats, 'memory' | 'young'> {
  * configured through the environment only (nothing inherited from the bench's own environment but
  * PATH), the access log at info on stdout into /dev/null. Its memory is read from outside
  * (/proc and `GET /metrics`), and it stops on SIGTERM like under an orchestrator.
- * `env` adds settings (DATABASE_POOLER, DATABASE_REPLICA_URLS, ...).
+ * `env` adds settings (DATABASE_POOLER, DATABASE_REPLICA_URLS, ...); `main` is another build's
+ * `dist/src/main.js` (bench/compare.ts times two builds side by side).
  */
-export async function startService(databaseUrl: string, env: Record<string, string> = {}): Promise<Server> {
+export async function startService(databaseUrl: string, env: Record<string, string> = {}, main = here('../src/main.js')): Promise<Server> {
   const port = await freePort();
   const metricsToken = randomBytes(24).toString('hex');
   const settings: Record<string, string> = {
@@ -117,7 +118,7 @@ export async function startService(databaseUrl: string, env: Record<string, stri
     SHUTDOWN_GRACE_MS: '5000',
     ...env,
   };
-  const child = spawn(process.execPath, [...serverNodeFlags, ...profileFlags(), here('../src/main.js')], { env: settings, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [...serverNodeFlags, ...profileFlags(), main], { env: settings, stdio: ['ignore', 'ignore', 'inherit'] });
   const exited = once(child, 'exit');
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;

@@ -1,0 +1,105 @@
+// `npm run bench:compare -- <base-rev> [scenario filter]`: this build against the build of <base-rev>
+// and the hand-written baseline, in one run, on one seeded database (docs/BENCHMARKS.md, "Comparing
+// two builds"). The base revision is built in a git worktree under the system's temporary directory
+// (kept between runs, rebuilt when its revision changes). Each round drives every side once, the
+// order rotating from round to round; a ratio is taken within a round, so the machine's drift
+// between rounds cancels, and the table gives each ratio's median with its spread (min-max).
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, symlinkSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { baselineReads, label, prepare } from './seed.js';
+import { call, here, load, log, median, startServer, startService, type LoadResult, type Scenario, type Server } from './servers.js';
+
+const serverUrl = process.env.DATABASE_URL;
+const [baseRevision, filter] = process.argv.slice(2);
+if (!serverUrl || !baseRevision) {
+  process.stderr.write('Usage: DATABASE_URL=postgres://... npm run bench:compare -- <base-rev> [scenario filter, e.g. "GET /users"]\n');
+  process.exit(2);
+}
+const size = Number(process.env.BENCH_SIZES?.split(',')[0] ?? 10_000);
+const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 6);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const warmUpSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+const repository = here('../..');
+
+const git = (...args: string[]) => execFileSync('git', ['-C', repository, ...args], { encoding: 'utf8' }).trim();
+
+/** The base revision built in its own worktree: its node_modules are this checkout's when the lock files agree. */
+function buildBase(revision: string): string {
+  const commit = git('rev-parse', '--verify', `${revision}^{commit}`);
+  const worktree = path.join(os.tmpdir(), `aag-compare-${commit.slice(0, 12)}`);
+  if (!existsSync(worktree)) git('worktree', 'add', '--detach', worktree, commit);
+  const lockOf = (dir: string) => readFileSync(path.join(dir, 'package-lock.json'), 'utf8');
+  if (!existsSync(path.join(worktree, 'node_modules'))) {
+    if (lockOf(worktree) === lockOf(repository)) symlinkSync(path.join(repository, 'node_modules'), path.join(worktree, 'node_modules'));
+    else execFileSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: worktree, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  const main = path.join(worktree, 'dist/src/main.js');
+  if (!existsSync(main)) {
+    log(`building ${revision} (${commit.slice(0, 12)}) in ${worktree}`);
+    execFileSync('npm', ['run', 'build', '--silent'], { cwd: worktree, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  return main;
+}
+
+interface Side {
+  name: string;
+  server: Server;
+  runs: LoadResult[];
+}
+
+const fixed = (value: number, digits = 2) => value.toFixed(digits);
+const spread = (values: number[], digits = 2) => `${fixed(median(values), digits)} (${fixed(Math.min(...values), digits)}-${fixed(Math.max(...values), digits)})`;
+
+/** Per round, the ratio of two sides' throughput (each side ran once in every round). */
+const ratios = (over: Side, under: Side) => over.runs.map((run, round) => run.rps / under.runs[round]!.rps);
+
+async function compareScenario(scenario: Scenario, sides: Side[], apiKey: string): Promise<string> {
+  const answers = await Promise.all(sides.map((side) => call(side.server, apiKey, scenario.method, scenario.path, scenario.body)));
+  answers.forEach((answer, index) => {
+    if (answer.status !== 200 || answer.text !== answers[0]!.text) throw new Error(`${scenario.name}: ${sides[index]!.name} answered ${answer.status} or other bytes: ${answer.text.slice(0, 300)}`);
+  });
+  for (const side of sides) side.runs = [];
+  for (const side of sides) if (warmUpSeconds > 0) await load(side.server, scenario, apiKey, { connections, seconds: warmUpSeconds });
+  for (let round = 0; round < rounds; round++) {
+    const order = sides.map((_, index) => sides[(index + round) % sides.length]!);
+    for (const side of order) {
+      const result = await load(side.server, scenario, apiKey, { connections, seconds });
+      if (result.failures) throw new Error(`${scenario.name}: ${side.name} had ${result.failures} failed requests`);
+      side.runs.push(result);
+    }
+    log(`${scenario.name}: round ${round + 1}: ${sides.map((side) => `${side.name} ${fixed(side.runs.at(-1)!.rps, 0)} req/s`).join(', ')}`);
+  }
+  const [head, base, baseline] = sides as [Side, Side, Side];
+  const cpu = (side: Side) => median(side.runs.map((run) => run.cpuMicros ?? Number.NaN));
+  return `| ${scenario.name} | ${spread(head.runs.map((run) => run.rps), 0)} | ${spread(base.runs.map((run) => run.rps), 0)} | ${spread(baseline.runs.map((run) => run.rps), 0)} `
+    + `| ${spread(ratios(head, baseline))} | ${spread(ratios(base, baseline))} | ${spread(ratios(head, base))} | ${fixed(cpu(head), 0)} / ${fixed(cpu(base), 0)} / ${fixed(cpu(baseline), 0)} |`;
+}
+
+const baseMain = buildBase(baseRevision);
+const headRevision = `${git('rev-parse', '--short=12', 'HEAD')}${git('status', '--porcelain').length ? ' + uncommitted changes' : ''}`;
+const prepared = await prepare(size, { serverUrl, databasePrefix: process.env.BENCH_DB_PREFIX ?? 'aag_bench', reuse: process.env.BENCH_REUSE === '1' });
+const sides: Side[] = [
+  { name: 'head', server: await startService(prepared.databaseUrl), runs: [] },
+  { name: 'base', server: await startService(prepared.databaseUrl, {}, baseMain), runs: [] },
+  { name: 'baseline', server: await startServer('baseline-server.js', prepared.databaseUrl), runs: [] },
+];
+const output = [
+  `Compared ${new Date().toISOString()}: head ${headRevision} against base ${baseRevision} (${git('rev-parse', '--short=12', baseRevision)}) and the hand-written baseline; `
+    + `${label(size)} users; ${os.cpus().length} cores; load average at start ${os.loadavg().map((value) => value.toFixed(2)).join(' ')}; `
+    + `${connections} connections, ${warmUpSeconds} s warm-up per side, ${rounds} rounds of ${seconds} s per side, the order rotating each round.`,
+  '',
+  '| scenario | head req/s | base req/s | baseline req/s | head / baseline | base / baseline | head / base | server CPU µs per request (head / base / baseline) |',
+  '|---|---|---|---|---|---|---|---|',
+];
+try {
+  for (const scenario of baselineReads(prepared).filter((candidate) => !filter || filter.split('|').some((part) => candidate.name.includes(part)))) {
+    output.push(await compareScenario(scenario, sides, prepared.apiKey));
+  }
+} finally {
+  for (const side of sides) await side.server.request('stop');
+}
+output.push('', 'Each cell: median (min-max) over the rounds; a ratio is taken within each round.');
+process.stdout.write(`${output.join('\n')}\n`);
