@@ -37,7 +37,7 @@ function expectForbiddenFields(result: { data?: any; errors?: any[] }) {
   expect(typeof result.data.user.name).toBe('string');
 }
 
-describe('who sees calendar URLs (REST and GraphQL)', () => {
+describe('who sees calendar URLs (REST and GraphQL): their own', () => {
   test('the user themself sees their URLs without include[], on show and on /users/me, on both faces', async () => {
     const account = await h.createAccount();
     const user = await h.createUser(account);
@@ -60,7 +60,9 @@ describe('who sees calendar URLs (REST and GraphQL)', () => {
     const reader = await h.createUser(account, { role: 'read_only_user' });
     expect((await ownUrls(reader)).http_cal_url).toMatch(URL_PATTERN);
   });
+});
 
+describe('who sees calendar URLs (REST and GraphQL): another user\'s', () => {
   test('an admin sees another user\'s URLs only with include[]=calendar_urls; so does a full-access account key', async () => {
     const account = await h.createAccount();
     const admin = await h.createUser(account, { role: 'admin' });
@@ -132,7 +134,9 @@ describe('who sees calendar URLs (REST and GraphQL)', () => {
     expect(listed.errors?.every((error: any) => error.extensions.code === 'FORBIDDEN')).toBe(true);
     expect(JSON.stringify(listed.data)).not.toContain('/private/');
   });
+});
 
+describe('who sees calendar URLs (REST and GraphQL): the index and other accounts', () => {
   test('the index never carries calendar URLs and refuses include[]=calendar_urls', async () => {
     const account = await h.createAccount();
     const admin = await h.createUser(account, { role: 'admin' });
@@ -191,7 +195,7 @@ describe('who may regenerate a calendar key', () => {
     }
     expect((await ownUrls(target)).http_cal_url).not.toBe(urlsBefore.http_cal_url);
 
-    // A read-only role may still rotate its own key (SPEC: the user themself, any role).
+    // A read-only role may still rotate its own key: the user themself may, whatever their role.
     const own = await h.rest('post', `/users/${readOnlyUser.id}/regenerate_private_url_key`, { key: readOnlyUser.key });
     expect(own.status).toBe(200);
     expect((await ownUrls(readOnlyUser)).http_cal_url).toBe(own.body.user.http_cal_url);

@@ -46,7 +46,7 @@ function events(text: string) {
     .sort((a, b) => a.start.localeCompare(b.start));
 }
 
-describe('calendar feed', () => {
+describe('calendar feed key rotation', () => {
   test('rotation: the feed works, regenerating kills the old URL in the very next request, the new one works', async () => {
     const account = await h.createAccount();
     const alice = await h.createUser(account, { name: 'Alice Rotation' });
@@ -112,7 +112,9 @@ describe('calendar feed', () => {
     expect((await fetchFeed(before.http)).status).toBe(404);
     expect((await fetchFeed(payload.user.httpCalUrl)).status).toBe(200);
   });
+});
 
+describe('calendar feed URLs that open nothing', () => {
   test('unknown, old, malformed and deleted-user keys all answer the same 404', async () => {
     const account = await h.createAccount();
     const carol = await h.createUser(account);
@@ -152,7 +154,9 @@ describe('calendar feed', () => {
     await h.database.em().execute('update calendar_feed_keys set key_digest = ? where user_id = ?', [createHash('sha256').update(planted).digest('hex'), erin.id]);
     expect((await fetchFeed(`https://feeds.test.example/private/${planted}/feed`)).status).toBe(404);
   });
+});
 
+describe('calendar feed caching and contents', () => {
   test('ETag and Last-Modified: If-None-Match and If-Modified-Since answer 304 until the shifts change', async () => {
     const account = await h.createAccount();
     const frank = await h.createUser(account);
@@ -193,7 +197,9 @@ describe('calendar feed', () => {
     const feed = await fetchFeed((await ownUrls(gina)).http);
     expect(events(feed.text).map((event) => event.summary)).toEqual(['On call: Last week']);
   });
+});
 
+describe('calendar feed shifts added from the CLI', () => {
   test('CLI: seed creates shifts for the seeded users; shifts add adds one and validates it', async () => {
     const account = await h.createAccount();
     const io = { info: () => {} };

@@ -48,7 +48,7 @@ async function finish(start: Awaited<ReturnType<typeof toCallback>>) {
   return browse(start.jar, start.callbackUrl, APP_REDIRECT);
 }
 
-describe('OIDC sign-in through the company identity provider', () => {
+describe('OIDC sign-in end to end, and the sign-in sessions it makes', () => {
   test('end to end in HTML forms: the IdP vouches, the app gets tokens, /users/me is that user, the delegation is ordinary', async () => {
     const member = await ssoAccount();
     const start = await toCallback(member, member.email);
@@ -110,7 +110,9 @@ describe('OIDC sign-in through the company identity provider', () => {
       `select body from audit_records where account_id = ? and root_resource_type = 'sso_configuration' and action = 'delete'`, [removed.accountId]);
     expect(JSON.stringify(record!.body)).toContain('sign_in_sessions_ended');
   });
+});
 
+describe('OIDC sign-in cannot be taken over through another browser or another email', () => {
   test('a provider link begun in one browser and finished in another signs nobody in (the attacker resuming gets no code)', async () => {
     const victim = await ssoAccount();
     // The attacker begins a sign-in for the victim's email and stops before the provider.
@@ -179,7 +181,9 @@ describe('OIDC sign-in through the company identity provider', () => {
     const tokens = await client.authorizationCodeGrant(again.config, back.url, { pkceCodeVerifier: again.verifier, expectedState: again.state });
     expect(tokens.claims()?.sub).toBe(owner!.id);
   });
+});
 
+describe('OIDC callbacks that are replayed, forged or crossed between accounts', () => {
   test('a replayed callback is refused with a page that says so', async () => {
     const member = await ssoAccount();
     const start = await toCallback(member, member.email);
@@ -222,7 +226,9 @@ describe('OIDC sign-in through the company identity provider', () => {
     expect(page).toMatchObject({ kind: 'page', status: 403 });
     if (page.kind === 'page') expect(page.html).not.toContain(b.userId);
   });
+});
 
+describe('which users OIDC sign-in lets in', () => {
   test('an unverified email, and a deleted user, are refused', async () => {
     const member = await ssoAccount();
     unverified.add(member.email);
@@ -280,7 +286,9 @@ describe('OIDC sign-in through the company identity provider', () => {
     const me = await api(fixture.instances[0]!, 'GET', '/users/me', `Bearer ${tokens.access_token}`);
     expect(me.body.user).toMatchObject({ email, role: 'user', created_via_sso: true });
   });
+});
 
+describe('how far the OIDC identity provider is trusted', () => {
   test('an ID token signed with a key the provider never published is refused (the same token genuinely signed is accepted)', async () => {
     let forge = true;
     const forging = await startForgingIdentityProvider('forged-client', () => forge);
@@ -312,7 +320,9 @@ describe('OIDC sign-in through the company identity provider', () => {
     expect(await begin(false)).toMatch(new RegExp(`^${idp.issuer}`));
     await expect(begin(true)).rejects.toMatchObject({ details: [expect.stringContaining('https only')] });
   });
+});
 
+describe('configuring OIDC single sign-on', () => {
   test('the secret is never shown and not stored in plaintext', async () => {
     const member = await ssoAccount();
     const [row] = await fixture.database.em().execute<{ oidc_client_secret_sealed: string }[]>('select oidc_client_secret_sealed from sso_configurations where account_id = ?', [member.accountId]);

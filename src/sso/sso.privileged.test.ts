@@ -130,7 +130,7 @@ async function scimSetsEmail(adminKey: string, userId: string, email: string) {
   expect((await emailAuthorship(userId)).email).toBe(email);
 }
 
-describe('single sign-on never signs an admin in as the owner or another admin', () => {
+describe('single sign-on never signs an admin in as the owner or another admin: configurations an admin saved', () => {
   test('an admin configures their own OIDC provider and asserts the unlinked owner\'s email: refused (audited, naming the owner), no link, no code; that admin and members still sign in', async () => {
     const { member, owner } = await account();
     const admin = await adminCreatedBy(member.accountId, owner.key);
@@ -176,7 +176,9 @@ describe('single sign-on never signs an admin in as the owner or another admin',
     expect(spoofed).toMatchObject({ kind: 'page', status: 403 });
     if (spoofed.kind === 'page') expect(spoofed.html).toContain(CONFIGURATION_REFUSED);
   });
+});
 
+describe('single sign-on never signs an admin in as the owner or another admin: emails an admin set', () => {
   test('an admin mints a provisioning token and, over SCIM, gives the unlinked owner (or another admin) the admin\'s own provider email: the admin\'s sign-in is refused, nobody is linked', async () => {
     const { member, owner } = await account();
     const admin = await adminCreatedBy(member.accountId, owner.key);
@@ -238,7 +240,9 @@ describe('single sign-on never signs an admin in as the owner or another admin',
     await graphql(memberKey, UPDATE_USER, { input: { id: member.userId, email: adminsProviderEmail } });
     await expectSignedInAs(member.accountId, adminsProviderEmail, member.userId);
   });
+});
 
+describe('who set a user\'s email is recorded', () => {
   test('who set an email is recorded on every path: GraphQL, REST (one and bulk), SCIM, bootstrap; saving it unchanged never takes trust away', async () => {
     const { member, owner, accountKey } = await account();
     expect(await emailAuthorship(owner.id)).toMatchObject({ email_set_by_user_id: null, email_set_with_owner_rights: true });

@@ -53,7 +53,7 @@ async function expectRefused(result: Awaited<ReturnType<typeof browse>>, status:
   }
 }
 
-describe('SAML 2.0 sign-in through the company identity provider', () => {
+describe('SAML 2.0 sign-in end to end, bound to the browser that began it', () => {
   test('a signed response signs the user in end to end; the app gets tokens for that user', async () => {
     const member = await samlAccount();
     const trip = await toIdentityProvider(member);
@@ -83,7 +83,9 @@ describe('SAML 2.0 sign-in through the company identity provider', () => {
     const delegations = await api(fixture.instances[0]!, 'GET', `/users/${victim.userId}/oauth_delegations`, `Token token=${victim.ownerKey}`);
     expect(delegations.body.oauth_delegations).toHaveLength(0);
   });
+});
 
+describe('SAML 2.0 responses that are refused', () => {
   test('unsigned, re-signed with another key, expired, wrong audience and not-an-email responses are refused', async () => {
     const member = await samlAccount();
     const cases: Array<[string, (trip: Awaited<ReturnType<typeof toIdentityProvider>>) => string]> = [
@@ -126,7 +128,9 @@ describe('SAML 2.0 sign-in through the company identity provider', () => {
     const noRelay = await browse(trip.jar, new URL(`${base()}/sso/saml/acs`), APP_REDIRECT, { method: 'POST', form: { SAMLResponse: trip.answer() } });
     await expectRefused(noRelay, 400);
   });
+});
 
+describe('SAML 2.0 just-in-time users and configuration', () => {
   test('JIT under concurrent first sign-ins creates exactly one user', async () => {
     const member = await samlAccount({ jit: true });
     const email = `jit-saml-${member.email}`;
