@@ -15,8 +15,7 @@ import type {
   RevokeOAuthDelegationMutation,
   ShowUserOAuthDelegationQuery,
 } from '../graphql/generated/operations.js';
-import { DELEGATION_STATUSES, DELEGATION_TYPES } from './oauth-delegation.entity.js';
-import { REVOCABLE_TYPES } from './oauth-delegation.service.js';
+import { DELEGATION_STATUSES, DELEGATION_TYPES, REVOCABLE_TYPES } from './oauth-delegation.entity.js';
 
 const withFields = (file: string) => operationDocument(import.meta.url, file, './operations/oauth-delegation-fields.graphql');
 
