@@ -191,7 +191,7 @@ describe('who may regenerate a calendar key', () => {
     }
     expect((await ownUrls(target)).http_cal_url).not.toBe(urlsBefore.http_cal_url);
 
-    // A read-only role may still rotate its own key (SPEC: the user themself, any role).
+    // A read-only role may still rotate its own key (the user themself may, whatever the role).
     const own = await h.rest('post', `/users/${readOnlyUser.id}/regenerate_private_url_key`, { key: readOnlyUser.key });
     expect(own.status).toBe(200);
     expect((await ownUrls(readOnlyUser)).http_cal_url).toBe(own.body.user.http_cal_url);

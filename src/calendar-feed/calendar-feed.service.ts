@@ -56,8 +56,8 @@ export class CalendarFeedService {
   ) {}
 
   /**
-   * Who may read a user's calendar URLs (SPEC section 2, `policy.mayReadCalendarUrls`), the same rule
-   * on both faces, with the reason when refused.
+   * Who may read a user's calendar URLs (`policy.mayReadCalendarUrls`), the same rule on both
+   * faces, with the reason when refused.
    */
   static assertMayReadUrls(principal: Principal, userId: string): void {
     const scopes = scopesOf(principal);
@@ -108,7 +108,7 @@ export class CalendarFeedService {
         INSERT_MISSING_KEYS,
         [JSON.stringify(fresh)],
       );
-      // A credential made is a change of access (SPEC section 19): only the keys this transaction created, not those a concurrent first use won.
+      // A credential made is a change of access, recorded: only the keys this transaction created, not those a concurrent first use won.
       for (const row of created) recordChange(tx, { accountId: row.account_id, action: 'create', resource: { type: 'calendar_feed_key', id: row.user_id }, userId: row.user_id });
       const madeNow = new Set(created.map((row) => row.user_id));
       // Users deleted meanwhile get no key and are not shown.
@@ -119,7 +119,7 @@ export class CalendarFeedService {
     return keys;
   }
 
-  /** One `view_calendar_urls` record: `viewer` was shown the calendar URLs of `userIds` (SPEC section 19). */
+  /** One `view_calendar_urls` record: `viewer` was shown the calendar URLs of `userIds` (they are credentials, so showing them is recorded). */
   async recordUrlsShown(viewer: Principal, userIds: readonly string[]): Promise<void> {
     await this.transactions.run(this.em, async (tx) => recordViewed(tx, viewer, userIds), 'calendarFeed.viewUrls');
   }

@@ -70,8 +70,8 @@ interface RevokedGrantRow {
 
 /**
  * After delegations' grants were revoked (by the authorization server, or by possession of one of
- * their tokens): one record per delegation, and a first-party delegation's user signed out (SPEC
- * section 17: their browsers' sessions end too, through `endUserAccess`).
+ * their tokens): one record per delegation, and a first-party delegation's user signed out: every
+ * end of a user's access ends their browsers' sessions too (`endUserAccess`).
  */
 async function grantsRevoked(em: EntityManager, rows: readonly RevokedGrantRow[], at: Date): Promise<void> {
   for (const row of rows) {

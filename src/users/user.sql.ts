@@ -50,7 +50,8 @@ export const EVERY_USER_COLUMN = userSelectList(Object.keys(USER_FIELDS));
 /**
  * The text of a statement built around a select list (`userSelectList`), kept in `cache` by that
  * list. The read path finds a statement's prepared form by its text, and finds the same string
- * object at once where a text built afresh costs it a pass over the whole text.
+ * object at once where a text built afresh costs it a pass over the whole text
+ * (docs/BENCHMARKS.md, "Figures the code rests on").
  */
 export function statementTextForColumns(cache: Map<string, string>, columns: string, build: (columns: string) => string): string {
   let text = cache.get(columns);

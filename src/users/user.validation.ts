@@ -33,9 +33,9 @@ export const USER_FIELD_LIMITS = {
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 const TIME_ZONE_PATTERN = /^[A-Za-z][A-Za-z0-9_+\-]*(\/[A-Za-z0-9_+\-]+)*$/;
 
-// Building an Intl.DateTimeFormat is costly (docs/BENCHMARKS.md), so valid names are remembered;
-// every capitalization of a name is valid too ("america/LIMA"), so only the first
-// MAX_KNOWN_TIME_ZONES are kept and clients cannot grow the memo without end.
+// Building an Intl.DateTimeFormat is costly (docs/BENCHMARKS.md, "Figures the code rests on"), so
+// valid names are remembered; every capitalization of a name is valid too ("america/LIMA"), so
+// only the first MAX_KNOWN_TIME_ZONES are kept and clients cannot grow the memo without end.
 export const MAX_KNOWN_TIME_ZONES = 1_000;
 const knownTimeZones = new Set<string>();
 
