@@ -59,11 +59,15 @@ type RestNamed = { [F in keyof FieldsTable as FieldsTable[F] extends { rest: str
 /** A field REST names. */
 export type RestNamedField = keyof RestNamed;
 
+/** The fields the table marks writable; the two checks below hold them to exactly UserFields' keys. */
+type WritableField = { [F in keyof FieldsTable]: FieldsTable[F] extends { writable: string } ? F : never }[keyof FieldsTable];
+
 /** The fields a user's creation or update sets (UserFields), in the table's order. */
-export const USER_FIELD_NAMES = (Object.keys(USER_FIELDS) as (keyof FieldsTable)[]).filter((field) => 'writable' in USER_FIELDS[field]) as (keyof UserFields)[];
+export const USER_FIELD_NAMES = (Object.keys(USER_FIELDS) as (keyof FieldsTable)[])
+  .filter((field): field is WritableField => 'writable' in USER_FIELDS[field]) satisfies (keyof UserFields)[];
 
 /** GraphQL field -> column, of the fields a user's creation or update sets. */
-export const USER_FIELD_COLUMNS = Object.fromEntries(USER_FIELD_NAMES.map((field) => [field, USER_FIELDS[field].column])) as Record<keyof UserFields, string>;
+export const USER_FIELD_COLUMNS = Object.fromEntries(USER_FIELD_NAMES.map((field) => [field, USER_FIELDS[field].column])) as Record<WritableField, string> satisfies Record<keyof UserFields, string>;
 
 /** The REST name of a field. */
 export function restName<F extends keyof RestNamed>(field: F): RestNamed[F] {
