@@ -9,7 +9,8 @@ import { checkPageArgs } from '../graphql/connection.js';
 import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
 import { MaxLength } from '../graphql/input-bounds.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
-import { userRows, userSelectList, type UserRow } from '../users/user.reads.js';
+import { userRows, type UserRow } from '../users/user.reads.js';
+import { EVERY_USER_COLUMN, LIVE_USER } from '../users/user.sql.js';
 import { UserType } from '../users/user.type.js';
 import type { ApiKey } from './api-key.entity.js';
 import {
@@ -79,14 +80,14 @@ function connection(page: ApiKeyPage, request: ApiKeyPageRequest, context: Conte
   });
 }
 
-const USER_FIELDS = ['email', 'timeZone', 'color', 'role', 'description', 'jobTitle', 'externalId', 'avatarUrl', 'invitationSent', 'createdViaSso', 'createdAt', 'updatedAt', 'active', 'version'];
+const LIVE_USERS_BY_ID = `select ${EVERY_USER_COLUMN} from users where id = any(?) and account_id = ? and ${LIVE_USER}`;
 
 /** The account's live users named by keys on this response, in one statement; a deleted user is null. */
 function usersLoader(context: Context): DataLoader<string, UserRow | null> {
   return context.loaders.get('api-key-users', () =>
     new DataLoader<string, UserRow | null>(async (ids) => {
       const rows = await userRows(readPath(context.em).rows<UserRow>(
-        `select ${userSelectList(USER_FIELDS)} from users where id = any(?) and account_id = ? and deleted_at is null`,
+        LIVE_USERS_BY_ID,
         [[...ids], requirePrincipal(context).accountId],
       ));
       const byId = new Map(rows.map((row) => [row.id, row]));

@@ -36,7 +36,7 @@ function keysLoader(context: Context): DataLoader<string, string> {
 /**
  * The users other than the caller whose URLs this request's answer shows, however many fields,
  * aliases and lists of the document show them (and in however many batches they were loaded):
- * recorded in one `view_calendar_urls` record before the answer goes out (SPEC section 19: one per
+ * recorded in one `view_calendar_urls` record before the answer goes out (one record per
  * request), and only if it does, as the answer is the showing.
  */
 function urlsShown(context: Context, beforeAnswer: BeforeAnswer): Set<string> {

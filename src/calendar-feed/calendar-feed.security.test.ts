@@ -6,7 +6,7 @@ import type { Principal } from '../auth/principal.js';
 import { ForbiddenError } from '../errors/domain-errors.js';
 import { CalendarFeedService } from './calendar-feed.service.js';
 import { CalendarKeyCodec } from './calendar-key.codec.js';
-import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
+import { issueDelegation } from '../oauth-delegations/oauth-delegation.issuing.js';
 
 let h: Harness;
 beforeAll(async () => {

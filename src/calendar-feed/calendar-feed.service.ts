@@ -7,6 +7,7 @@ import { recordChange } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { User } from '../users/user.entity.js';
+import { activeUser, liveUser } from '../users/user.sql.js';
 import type { CalendarKeyCodec } from './calendar-key.codec.js';
 
 /** The user a presented feed key belongs to. */
@@ -16,6 +17,22 @@ export interface FeedOwner {
   timeZone: string;
   updatedAt: Date;
 }
+
+/** Keys for the live users among the given ones that have none yet; a concurrent first use's key wins. */
+const INSERT_MISSING_KEYS = `insert into calendar_feed_keys (user_id, nonce, key_digest)
+         select t.user_id, t.nonce, t.key_digest
+           from jsonb_to_recordset(?::jsonb) as t(user_id text, nonce text, key_digest text)
+           join users u on u.id = t.user_id and ${liveUser('u')}
+          order by u.id
+            for share of u
+         on conflict (user_id) do nothing
+         returning user_id, (select u.account_id from users u where u.id = calendar_feed_keys.user_id) as account_id`;
+
+/** The active user a feed key belongs to (a suspended or deleted user's key opens nothing). */
+const FEED_OWNER_BY_DIGEST = `select k.user_id, k.nonce, u.name, u.time_zone, u.updated_at
+         from calendar_feed_keys k
+         join users u on u.id = k.user_id and ${activeUser('u')}
+        where k.key_digest = ?`;
 
 interface KeyRow {
   user_id: string;
@@ -39,8 +56,8 @@ export class CalendarFeedService {
   ) {}
 
   /**
-   * Who may read a user's calendar URLs (SPEC section 2, `policy.mayReadCalendarUrls`), the same rule
-   * on both faces, with the reason when refused.
+   * Who may read a user's calendar URLs (`policy.mayReadCalendarUrls`), the same rule on both
+   * faces, with the reason when refused.
    */
   static assertMayReadUrls(principal: Principal, userId: string): void {
     const scopes = scopesOf(principal);
@@ -88,17 +105,10 @@ export class CalendarFeedService {
     });
     await this.transactions.run(this.em, async (tx) => {
       const created = await tx.execute<{ user_id: string; account_id: string }[]>(
-        `insert into calendar_feed_keys (user_id, nonce, key_digest)
-         select t.user_id, t.nonce, t.key_digest
-           from jsonb_to_recordset(?::jsonb) as t(user_id text, nonce text, key_digest text)
-           join users u on u.id = t.user_id and u.deleted_at is null
-          order by u.id
-            for share of u
-         on conflict (user_id) do nothing
-         returning user_id, (select u.account_id from users u where u.id = calendar_feed_keys.user_id) as account_id`,
+        INSERT_MISSING_KEYS,
         [JSON.stringify(fresh)],
       );
-      // A credential made is a change of access (SPEC section 19): only the keys this transaction created, not those a concurrent first use won.
+      // A credential made is a change of access, recorded: only the keys this transaction created, not those a concurrent first use won.
       for (const row of created) recordChange(tx, { accountId: row.account_id, action: 'create', resource: { type: 'calendar_feed_key', id: row.user_id }, userId: row.user_id });
       const madeNow = new Set(created.map((row) => row.user_id));
       // Users deleted meanwhile get no key and are not shown.
@@ -109,7 +119,7 @@ export class CalendarFeedService {
     return keys;
   }
 
-  /** One `view_calendar_urls` record: `viewer` was shown the calendar URLs of `userIds` (SPEC section 19). */
+  /** One `view_calendar_urls` record: `viewer` was shown the calendar URLs of `userIds` (they are credentials, so showing them is recorded). */
   async recordUrlsShown(viewer: Principal, userIds: readonly string[]): Promise<void> {
     await this.transactions.run(this.em, async (tx) => recordViewed(tx, viewer, userIds), 'calendarFeed.viewUrls');
   }
@@ -150,10 +160,7 @@ export class CalendarFeedService {
    */
   async findFeedOwner(presentedKey: string): Promise<FeedOwner | undefined> {
     const [row] = await this.em.execute<{ user_id: string; nonce: string; name: string; time_zone: string; updated_at: Date | string }[]>(
-      `select k.user_id, k.nonce, u.name, u.time_zone, u.updated_at
-         from calendar_feed_keys k
-         join users u on u.id = k.user_id and u.deleted_at is null and u.suspended_at is null
-        where k.key_digest = ?`,
+      FEED_OWNER_BY_DIGEST,
       [this.codec.digest(presentedKey)],
     );
     const valid = this.codec.verify(presentedKey, row ? { userId: row.user_id, nonce: row.nonce } : undefined);

@@ -18,7 +18,7 @@ const document = (file: string) => operationDocument(import.meta.url, file);
 
 /**
  * The `subscribables` of a subscribe or unsubscribe body, as GraphQL input. Every payload problem
- * is 422 (SPEC section 7); the count and duplicate rules are the service's, shared with GraphQL.
+ * is 422; the count and duplicate rules are the service's, shared with GraphQL.
  */
 export function subscribablesFromBody(body: unknown): { subscribableType: string; subscribableId: string }[] {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new UnprocessableError('the request body must be a JSON object with "subscribables"');

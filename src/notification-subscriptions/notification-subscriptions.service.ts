@@ -80,7 +80,7 @@ export function subscriptionId(row: Pick<SubscriptionRow, 'userId' | 'subscribab
 const refKey = (ref: SubscribableRef) => `${ref.subscribableType}\u0000${ref.subscribableId}`;
 
 /**
- * The payload rules of both write operations (SPEC section 7): 1 to 100 entities, each with a
+ * The payload rules of both write operations: 1 to 100 entities, each with a
  * known type and a non-empty id, none twice. A violation is 422 and nothing is written.
  */
 export function validateSubscribables(items: readonly SubscribableRef[]): void {

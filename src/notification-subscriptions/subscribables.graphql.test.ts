@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
-import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
+import { issueDelegation } from '../oauth-delegations/oauth-delegation.issuing.js';
 import { SubscribablesService } from './subscribables.service.js';
 
 const PICKER = `query($first: Int, $after: String, $type: NotificationSubscribableType, $query: String) {

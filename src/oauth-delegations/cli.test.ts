@@ -3,7 +3,7 @@ import { startHarness, type Harness } from '../../test/support/harness.js';
 import { createDelegationCommand } from '../cli/commands/oauth-delegations.commands.js';
 import { DomainError } from '../errors/domain-errors.js';
 import { UsageError } from '../cli/command.js';
-import { parseDuration } from './oauth-delegation.service.js';
+import { parseDuration } from './oauth-delegation.issuing.js';
 
 let h: Harness;
 

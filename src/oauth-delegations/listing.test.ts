@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startHarness, type Credential, type Harness } from '../../test/support/harness.js';
 import { digestSecret } from '../auth/secrets.js';
 import type { DelegationType } from './oauth-delegation.entity.js';
-import { issueDelegation } from './oauth-delegation.service.js';
+import { issueDelegation } from './oauth-delegation.issuing.js';
 
 let h: Harness;
 const statements: string[] = [];

@@ -2,6 +2,7 @@ import type { CredentialResolver } from '../auth/authenticate.js';
 import type { OAuthPrincipal } from '../auth/principal.js';
 import { isUserRole } from '../auth/roles.js';
 import { readPath } from '../db/read-path.js';
+import { activeUser } from '../users/user.sql.js';
 
 interface BearerRow {
   id: string;
@@ -14,6 +15,11 @@ interface BearerRow {
   user_name: string;
 }
 
+const BEARER_BY_DIGEST = `select d.id, d.account_id, d.user_id, d.scope, d.delegation_type, u.role, d.expires_at, u.name as user_name
+         from oauth_delegations d
+         join users u on u.id = d.user_id and u.account_id = d.account_id and ${activeUser('u')}
+        where d.access_token_digest = ? and d.status = 'issued' and d.expires_at > ?`;
+
 /**
  * `Authorization: Bearer <access token>`: one indexed query per request (the unique digest),
  * joined to the live user for their current role. Revoked, expired or deleted-user tokens find
@@ -23,10 +29,7 @@ export const bearerCredentials: CredentialResolver = {
   scheme: 'bearer',
   async resolve(em, digest, now) {
     const [row] = await readPath(em).rows<BearerRow>(
-      `select d.id, d.account_id, d.user_id, d.scope, d.delegation_type, u.role, d.expires_at, u.name as user_name
-         from oauth_delegations d
-         join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null and u.suspended_at is null
-        where d.access_token_digest = ? and d.status = 'issued' and d.expires_at > ?`,
+      BEARER_BY_DIGEST,
       [digest, now.toISOString()],
       { prepared: true },
     );

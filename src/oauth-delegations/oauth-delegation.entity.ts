@@ -7,6 +7,12 @@ import type { Principal } from '../auth/principal.js';
 export const DELEGATION_TYPES = ['web', 'mobile', 'integration'] as const;
 export type DelegationType = (typeof DELEGATION_TYPES)[number];
 
+/**
+ * The product's own apps: a delegation of theirs is the user's session in the product, so revoking
+ * one signs the user out (`DELETE /oauth_delegations`); integrations are revoked elsewhere.
+ */
+export const REVOCABLE_TYPES: readonly DelegationType[] = ['mobile', 'web'];
+
 export const DELEGATION_STATUSES = ['issued', 'revoked'] as const;
 export type DelegationStatus = (typeof DELEGATION_STATUSES)[number];
 

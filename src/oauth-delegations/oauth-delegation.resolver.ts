@@ -13,14 +13,8 @@ import { UsersService } from '../users/user.service.js';
 import { UserType } from '../users/user.type.js';
 import type { DelegationStatus, DelegationType, OAuthDelegation } from './oauth-delegation.entity.js';
 import { DeleteOAuthDelegationsInput, DeleteOAuthDelegationsPayload, RevokeOAuthDelegationInput, RevokeOAuthDelegationPayload } from './oauth-delegation.inputs.js';
-import {
-  MAX_DELEGATION_PAGE_SIZE,
-  OAuthDelegationsService,
-  isUuid,
-  type DelegationPage,
-  type DelegationPageRequest,
-  type DelegationPosition,
-} from './oauth-delegation.service.js';
+import { MAX_DELEGATION_PAGE_SIZE, type DelegationPage, type DelegationPageRequest, type DelegationPosition } from './oauth-delegation.pages.js';
+import { OAuthDelegationsService, isUuid } from './oauth-delegation.service.js';
 import {
   OAuthDelegationConnection,
   OAuthDelegationObject,

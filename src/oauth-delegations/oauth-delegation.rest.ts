@@ -15,8 +15,7 @@ import type {
   RevokeOAuthDelegationMutation,
   ShowUserOAuthDelegationQuery,
 } from '../graphql/generated/operations.js';
-import { DELEGATION_STATUSES, DELEGATION_TYPES } from './oauth-delegation.entity.js';
-import { REVOCABLE_TYPES } from './oauth-delegation.service.js';
+import { DELEGATION_STATUSES, DELEGATION_TYPES, REVOCABLE_TYPES } from './oauth-delegation.entity.js';
 
 const withFields = (file: string) => operationDocument(import.meta.url, file, './operations/oauth-delegation-fields.graphql');
 
@@ -28,7 +27,7 @@ function iso(value: string | Date): string {
   return new Date(value).toISOString();
 }
 
-/** The v2 representation of a delegation (SPEC section 6), from the fields the REST documents select. */
+/** The v2 representation of a delegation, from the fields the REST documents select. */
 export function presentOAuthDelegation(delegation: RestOAuthDelegationFieldsFragment) {
   const delegationType = delegation.delegationType.toLowerCase();
   return {
@@ -237,7 +236,7 @@ export const oauthDelegationRoutes: RestRoute[] = [
       errors: [400, 403, 404],
     },
     variables: ({ params }) => ({ userId: params.id, id: params.delegation_id }),
-    // SPEC's decided slip: wrapped, as the seed's show rule and the reference's example have it.
+    // Wrapped in `oauth_delegation`, as every show response is and as the reference's example has it.
     respond: (data: ShowUserOAuthDelegationQuery) => ({ status: 200, body: { oauth_delegation: presentOAuthDelegation(data.oauthDelegation) } }),
   } satisfies RestRoute<ShowUserOAuthDelegationQuery>,
   {

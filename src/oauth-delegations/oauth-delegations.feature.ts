@@ -4,7 +4,7 @@ import { OAuthDelegation } from './oauth-delegation.entity.js';
 import { OAuthDelegationResolver, UserOAuthDelegationsResolver } from './oauth-delegation.resolver.js';
 import { oauthDelegationRoutes, oauthDelegationSchemas } from './oauth-delegation.rest.js';
 import { SignInSessionResolver, UserSignInSessionsResolver } from './sign-in-session.resolver.js';
-import { endDeletedUsersAccess, endSuspendedUsersAccess } from './oauth-delegation.service.js';
+import { endDeletedUsersAccess, endSuspendedUsersAccess } from './user-access.js';
 
 export const oauthDelegationsFeature: Feature = {
   name: 'oauth-delegations',

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startHarness, type Credential, type Harness } from '../../test/support/harness.js';
-import { issueDelegation } from './oauth-delegation.service.js';
+import { issueDelegation } from './oauth-delegation.issuing.js';
 
 let h: Harness;
 

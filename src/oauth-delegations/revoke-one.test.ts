@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startHarness, type Harness } from '../../test/support/harness.js';
-import { issueDelegation } from './oauth-delegation.service.js';
+import { issueDelegation } from './oauth-delegation.issuing.js';
 
 /** Issue 22, finding 2: every user-bound grant, a third-party app's included, is revocable by the user and by can_update_user. */
 let h: Harness;

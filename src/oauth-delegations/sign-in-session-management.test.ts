@@ -7,7 +7,7 @@ import { AccountsService } from '../accounts/accounts.service.js';
 import { digestSecret } from '../auth/secrets.js';
 import { CookieJar, PASSWORD, authorizeAgain, browse, discover, newMember, registerApp, signIn, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
 
-/** SPEC section 17: a user's sign-in sessions can be seen (`User.signInSessions`) and ended (`revokeSignInSessions`). */
+/** A user's sign-in sessions can be seen (`User.signInSessions`) and ended (`revokeSignInSessions`). */
 const fixture = useOAuthServers(1);
 const base = () => fixture.instances[0]!.url;
 const WEB_REDIRECT = 'https://web.example.com/callback';

@@ -4,7 +4,7 @@ import { AccountsService } from '../accounts/accounts.service.js';
 import { CookieJar, PASSWORD, api, authorizeAgain, type browse, discover, graphqlCall, newMember, registerApp, signIn, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
 import { setPasswordCommand } from '../cli/commands/oauth-server.commands.js';
 
-/** SPEC section 17: every path that ends a user's access ends their browsers' sign-in sessions too. */
+/** Every path that ends a user's access ends their browsers' sign-in sessions too. */
 const fixture = useOAuthServers(1);
 const base = () => fixture.instances[0]!.url;
 const WEB_REDIRECT = 'https://web.example.com/callback';

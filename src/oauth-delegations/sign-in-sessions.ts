@@ -127,7 +127,7 @@ export interface RevokeSignInSessionsRequest {
 }
 
 /**
- * `User.signInSessions` and `revokeSignInSessions` (SPEC section 17): the user themself or
+ * `User.signInSessions` and `revokeSignInSessions`: the user themself or
  * `can_update_user` (the scopes are declared on the schema). `browserSession` is the value of the
  * request's own sign-in session cookie, if it sent one: only its digest is ever compared.
  */

@@ -3,7 +3,7 @@ import { startHarness, type Credential, type Harness, type TestAccount } from '.
 import { digestSecret } from '../auth/secrets.js';
 import { bearerCredentials } from './oauth-delegation.credentials.js';
 import type { DelegationType } from './oauth-delegation.entity.js';
-import { issueDelegation } from './oauth-delegation.service.js';
+import { issueDelegation } from './oauth-delegation.issuing.js';
 
 let h: Harness;
 const statements: string[] = [];

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import type { Principal } from '../auth/principal.js';
 import { recordChange } from '../db/change-journal.js';
+import type { DeletedUser, SuspendedUser } from '../users/user-lifecycle.js';
 import type { DelegationType, RevocationReason } from './oauth-delegation.entity.js';
 import { delegationsRevoked } from '../observability/metrics.js';
 
@@ -58,6 +59,17 @@ export async function endUserAccess(
   }
   return { sessions, delegations: delegationIds.length, delegationIds };
 }
+
+/** The users feature's deletion hook: the deleted user's sessions and delegations end in the deleting transaction. */
+export function endDeletedUsersAccess(em: EntityManager, user: DeletedUser, principal: Principal): Promise<EndedAccess> {
+  return endUserAccess(em, { accountId: user.accountId, userId: user.id }, { principal, at: user.deletedAt, reason: 'user_deleted' });
+}
+
+/** In the suspending transaction: the user's sessions and delegations (their OAuth grants' tokens with them) end at the commit. */
+export function endSuspendedUsersAccess(em: EntityManager, user: SuspendedUser, principal: Principal): Promise<EndedAccess> {
+  return endUserAccess(em, { accountId: user.accountId, userId: user.id }, { principal, at: user.suspendedAt, reason: 'user_suspended' });
+}
+
 
 /**
  * Ends the account's sign-in sessions a single sign-on made (with the codes they issued and nobody

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
 import { readPath } from '../db/read-path.js';
-import { SEARCH_INDEXED_CAP, SEARCH_WALK_BUDGET, firstMatchAt, skipsInitials, useIndexedSearch, userListStatements } from './user.reads.js';
+import { SEARCH_INDEXED_CAP, SEARCH_WALK_BUDGET, firstMatchAt, skipsInitials, useIndexedSearch } from './search/search-planner.js';
+import { userListStatements } from './search/user-list-statements.js';
 
 /**
  * Search keeps exact case-insensitive substring semantics and the (name, id) order on each of its

@@ -7,7 +7,8 @@ import { freshEventScope, requireLiveSession, type LiveMessage } from '../graphq
 import { readPath } from '../db/read-path.js';
 import { selectedFieldNames } from '../graphql/selection.js';
 import { NotFoundError } from '../errors/domain-errors.js';
-import { USER_FIELD_COLUMNS, UserReads, type UserRow } from './user.reads.js';
+import { USER_FIELD_NAMES, restName } from './user.fields.js';
+import { UserReads, type UserRow } from './user.reads.js';
 import { UserType } from './user.type.js';
 
 export const UserChangeKindEnum = { UPDATED: 'updated', DELETED: 'deleted', SUSPENDED: 'suspended', CHANGED: 'changed', RESYNC: 'resync' } as const;
@@ -50,11 +51,12 @@ function kindOf(message: LiveMessage): UserChangeKind {
 }
 
 /**
- * Changes name fields as the public API does (`job_title`); subscribers read GraphQL's names
- * (`jobTitle`). What a change records that is no field of `User` (a revocation's reason, a
- * single sign-on link) is not named: `changedFields` holds GraphQL field names only.
+ * Changes name fields as REST does (`job_title`); subscribers read GraphQL's names (`jobTitle`).
+ * The fields of `User` a change of a user names are those a write sets and `active`; what else a
+ * change records (a revocation's reason, a single sign-on link) is not named: `changedFields` holds
+ * GraphQL field names only.
  */
-const GRAPHQL_FIELD_NAMES = new Map<string, string>([...Object.entries(USER_FIELD_COLUMNS).map(([field, column]) => [column, field] as const), ['active', 'active']]);
+const GRAPHQL_FIELD_NAMES = new Map<string, string>([...USER_FIELD_NAMES, 'active' as const].map((field) => [restName(field), field]));
 
 /**
  * The user as it is at an event, read once for every subscription presented that event (the live

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
+import { LIVE_USER } from './user.sql.js';
 
 /**
  * The first lock of every write that changes a user or anything that belongs to a user (see
@@ -26,7 +27,7 @@ export async function lockLiveUserRows<T extends { id: string }>(em: EntityManag
   const wanted = [...new Set(ids.filter((id) => PUBLIC_ID_PATTERN.test(id)))];
   if (wanted.length === 0) return [];
   return em.execute<T[]>(
-    `select ${columns} from users where account_id = ? and deleted_at is null and id in (?) order by id for no key update`,
+    `select ${columns} from users where account_id = ? and ${LIVE_USER} and id in (?) order by id for no key update`,
     [accountId, wanted],
   );
 }

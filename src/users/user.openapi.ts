@@ -4,20 +4,29 @@ import { USER_ROLES } from '../auth/roles.js';
 import type { ParameterDescription } from '../rest/description.js';
 import { single } from '../rest/params.js';
 import { resourceProperties, schemaRef } from '../rest/openapi-schemas.js';
+import { USER_FIELDS, restName, restNamed, type RestNamedField } from './user.fields.js';
 import { USER_FIELD_LIMITS } from './user.validation.js';
 
 const ASSIGNABLE_ROLES = USER_ROLES.filter((role) => role !== 'owner');
 
-/** The fields a create or update body may set, with the bounds validateUserFields enforces. */
-const writableProperties: Record<string, oas31.SchemaObject> = {
-  name: { type: 'string', minLength: 1, maxLength: USER_FIELD_LIMITS.name },
-  email: { type: 'string', format: 'email', minLength: USER_FIELD_LIMITS.email.min, maxLength: USER_FIELD_LIMITS.email.max, description: 'Unique in the account, ignoring case.' },
-  time_zone: { type: 'string', maxLength: USER_FIELD_LIMITS.timeZone, description: 'An IANA time zone name such as "America/Lima".' },
-  color: { type: 'string', minLength: 1, maxLength: USER_FIELD_LIMITS.color },
+/** Schemas keyed by GraphQL field name, keyed by REST name instead (user.fields.ts). */
+function restProperties(schemas: { [F in RestNamedField]?: oas31.SchemaObject }): Record<string, oas31.SchemaObject> {
+  return restNamed(schemas) as Record<string, oas31.SchemaObject>;
+}
+
+/** The fields a create or update body may set, with the bounds validateUserFields enforces (user.fields.ts). */
+const writableProperties = restProperties({
+  name: { type: 'string', minLength: 1, maxLength: USER_FIELDS.name.maxLength },
+  email: { type: 'string', format: 'email', minLength: USER_FIELDS.email.minLength, maxLength: USER_FIELDS.email.maxLength, description: 'Unique in the account, ignoring case.' },
+  timeZone: { type: 'string', maxLength: USER_FIELDS.timeZone.maxLength, description: 'An IANA time zone name such as "America/Lima".' },
+  color: { type: 'string', minLength: 1, maxLength: USER_FIELDS.color.maxLength },
   role: { type: 'string', enum: ASSIGNABLE_ROLES, default: 'user', description: 'Nobody can be made owner through the API.' },
-  description: { type: ['string', 'null'], maxLength: USER_FIELD_LIMITS.description },
-  job_title: { type: ['string', 'null'], maxLength: USER_FIELD_LIMITS.jobTitle },
-};
+  description: { type: ['string', 'null'], maxLength: USER_FIELDS.description.maxLength },
+  jobTitle: { type: ['string', 'null'], maxLength: USER_FIELDS.jobTitle.maxLength },
+});
+
+/** The user fields every v2 user carries (job_title is left out when unset). */
+const PRESENTED_FIELDS = ['name', 'email', 'timeZone', 'color', 'role', 'avatarUrl', 'description', 'invitationSent', 'createdViaSso'] as const;
 
 const referenceList = (type: string): oas31.SchemaObject => ({
   type: 'array',
@@ -29,16 +38,18 @@ const referenceList = (type: string): oas31.SchemaObject => ({
 export const userSchemas: Record<string, oas31.SchemaObject> = {
   User: {
     type: 'object',
-    required: ['id', 'type', 'summary', 'self', 'html_url', 'name', 'email', 'time_zone', 'color', 'role', 'avatar_url', 'description', 'invitation_sent', 'created_via_sso', 'teams', 'contact_methods', 'notification_rules'],
+    required: ['id', 'type', 'summary', 'self', 'html_url', ...PRESENTED_FIELDS.map(restName), 'teams', 'contact_methods', 'notification_rules'],
     properties: {
       ...resourceProperties('user'),
       id: { type: 'string', readOnly: true, pattern: '^P[A-Z0-9]{6}$' },
       ...writableProperties,
-      role: { type: 'string', enum: [...USER_ROLES] },
-      job_title: { type: 'string', maxLength: USER_FIELD_LIMITS.jobTitle, description: 'Left out when unset.' },
-      avatar_url: { type: 'string', format: 'uri', readOnly: true },
-      invitation_sent: { type: 'boolean', readOnly: true },
-      created_via_sso: { type: 'boolean', readOnly: true },
+      ...restProperties({
+        role: { type: 'string', enum: [...USER_ROLES] },
+        jobTitle: { type: 'string', maxLength: USER_FIELDS.jobTitle.maxLength, description: 'Left out when unset.' },
+        avatarUrl: { type: 'string', format: 'uri', readOnly: true },
+        invitationSent: { type: 'boolean', readOnly: true },
+        createdViaSso: { type: 'boolean', readOnly: true },
+      }),
       teams: referenceList('team'),
       contact_methods: referenceList('email_contact_method'),
       notification_rules: referenceList('assignment_notification_rule'),

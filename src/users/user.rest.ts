@@ -17,6 +17,7 @@ import type {
   UpdateUsersMutation,
 } from '../graphql/generated/operations.js';
 import { MAX_USERS_PER_BULK_UPDATE } from './user.service.js';
+import { USER_FIELDS, USER_FIELD_NAMES, restName, restNamed } from './user.fields.js';
 import { validateUserFields, type UserFields } from './user.validation.js';
 import { userQueryParameter } from './user.openapi.js';
 
@@ -27,7 +28,10 @@ export const USER_SHOW_INCLUDES = [...USER_INCLUDES, 'calendar_urls'] as const;
 
 const document = (file: string) => operationDocument(import.meta.url, file, './operations/user-fields.graphql');
 
-/** The v2 representation of a user, from the fields the REST documents select (calendar URLs only where selected). */
+/**
+ * The v2 representation of a user, from the fields the REST documents select (calendar URLs only
+ * where selected), each named as the field table (user.fields.ts) gives its REST name.
+ */
 export function presentUser(user: RestUserFieldsFragment & { httpCalUrl?: string | null; webCalUrl?: string | null }) {
   return {
     id: user.id,
@@ -35,17 +39,19 @@ export function presentUser(user: RestUserFieldsFragment & { httpCalUrl?: string
     summary: user.name,
     self: user.self,
     html_url: user.htmlUrl,
-    name: user.name,
-    email: user.email,
-    time_zone: user.timeZone,
-    color: user.color,
-    role: user.role.toLowerCase(),
-    avatar_url: user.avatarUrl,
-    description: user.description ?? null,
-    invitation_sent: user.invitationSent,
-    // The reference schema has job_title as a non-nullable string: an unset title is left out.
-    ...(user.jobTitle != null ? { job_title: user.jobTitle } : {}),
-    created_via_sso: user.createdViaSso,
+    ...restNamed({
+      name: user.name,
+      email: user.email,
+      timeZone: user.timeZone,
+      color: user.color,
+      role: user.role.toLowerCase(),
+      avatarUrl: user.avatarUrl,
+      description: user.description ?? null,
+      invitationSent: user.invitationSent,
+      // The reference schema has job_title as a non-nullable string: an unset title is left out.
+      ...(user.jobTitle != null ? { jobTitle: user.jobTitle } : {}),
+      createdViaSso: user.createdViaSso,
+    }),
     teams: [],
     contact_methods: [],
     notification_rules: [],
@@ -53,15 +59,8 @@ export function presentUser(user: RestUserFieldsFragment & { httpCalUrl?: string
   };
 }
 
-const WRITABLE_FIELDS = {
-  name: 'name',
-  email: 'email',
-  time_zone: 'timeZone',
-  color: 'color',
-  role: 'role',
-  description: 'description',
-  job_title: 'jobTitle',
-} as const;
+/** The fields a REST body may set (user.fields.ts), by REST name -> GraphQL name. */
+const WRITABLE_FIELDS = new Map(USER_FIELD_NAMES.filter((field) => USER_FIELDS[field].writable === 'rest').map((field) => [restName(field), field]));
 
 /**
  * Writable fields of a body's user object, checked with the REST field names and renamed for
@@ -78,8 +77,8 @@ export function userFieldsFromBody(raw: unknown, where: string, options: { creat
     if (missing.length) throw new MissingArgumentError(missing.map((field) => `${where}.${field} is required`));
   }
   const fields: UserFields = {};
-  for (const [restName, graphqlName] of Object.entries(WRITABLE_FIELDS)) {
-    if (restName in body) (fields as Record<string, unknown>)[graphqlName] = body[restName];
+  for (const [restField, graphqlField] of WRITABLE_FIELDS) {
+    if (restField in body) (fields as Record<string, unknown>)[graphqlField] = body[restField];
   }
   const problems = validateUserFields(fields, { creating: options.creating, prefix: `${where}.` });
   if (problems.length) throw new InvalidInputError(problems);

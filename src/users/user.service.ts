@@ -9,6 +9,7 @@ import { PUBLIC_ID_PATTERN, newPublicId } from '../db/public-id.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { recordChange } from '../db/change-journal.js';
 import { User } from './user.entity.js';
+import { restName } from './user.fields.js';
 import type { UserLifecycleHooks } from './user-lifecycle.js';
 import { lockLiveUser } from './user-locks.js';
 import type { UserRow } from './user.reads.js';
@@ -175,9 +176,11 @@ export class UsersService {
   }
 
   /**
-   * Who set the emails the patches give (SPEC section 17): a changed email is the caller's; an
-   * email saved unchanged becomes the caller's only when that makes it trusted (the owner, or the
-   * user themself, re-saving it), so a no-op write never takes the trust an email had away.
+   * Who set the emails the patches give: a first single sign-on links an owner or admin by an email
+   * only when it was set with owner rights or by that user (src/auth/owner-rights.ts). A changed
+   * email is the caller's; an email saved unchanged becomes the caller's only when that makes it
+   * trusted (the owner, or the user themself, re-saving it), so a no-op write never takes the trust
+   * an email had away.
    */
   private emailAuthorship(patches: readonly UserPatch[], changed: ReadonlySet<string>): EmailAuthorship {
     const authorship = authorshipOf(this.principal);
@@ -196,12 +199,12 @@ export class UsersService {
     const reactivating = patches.filter((patch) => patch.active === true).map((patch) => patch.id);
     await writes.setSuspended(reactivating, null);
     for (const id of reactivating) {
-      recordChange(em, { accountId: this.principal.accountId, action: 'reactivate', resource: { type: 'user', id }, userId: id, fields: [{ name: 'active', value: true, beforeValue: false }] });
+      recordChange(em, { accountId: this.principal.accountId, action: 'reactivate', resource: { type: 'user', id }, userId: id, fields: [{ name: restName('active'), value: true, beforeValue: false }] });
     }
     const suspending = patches.filter((patch) => patch.active === false).map((patch) => patch.id);
     await writes.setSuspended(suspending, at);
     for (const id of suspending) {
-      recordChange(em, { accountId: this.principal.accountId, action: 'suspend', resource: { type: 'user', id }, userId: id, fields: [{ name: 'active', value: false, beforeValue: true }], revokesAccess: true });
+      recordChange(em, { accountId: this.principal.accountId, action: 'suspend', resource: { type: 'user', id }, userId: id, fields: [{ name: restName('active'), value: false, beforeValue: true }], revokesAccess: true });
       for (const hook of this.hooks.suspended ?? []) await hook(em, { id, accountId: this.principal.accountId, suspendedAt: at }, this.principal);
     }
   }

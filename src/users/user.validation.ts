@@ -1,4 +1,5 @@
 import { USER_ROLES, isUserRole, type UserRole } from '../auth/roles.js';
+import { USER_FIELDS, USER_FIELD_NAMES, restName } from './user.fields.js';
 
 export interface UserFields {
   name?: string;
@@ -13,28 +14,28 @@ export interface UserFields {
 }
 
 /**
- * Length bounds of the user's string inputs, declared once: both faces validate with them and the
- * REST description publishes them. A search term longer than the longest name or email can match
- * nothing, so it shares their bound.
+ * Length bounds of the user's string inputs, from the field table (user.fields.ts): both faces
+ * validate with them and the REST description publishes them. A search term longer than the longest
+ * name or email can match nothing, so it shares their bound.
  */
 export const USER_FIELD_LIMITS = {
-  name: 100,
-  email: { min: 6, max: 100 },
-  jobTitle: 100,
-  description: 1024,
-  color: 32,
-  timeZone: 64,
-  searchQuery: 100,
-  externalId: 100,
+  name: USER_FIELDS.name.maxLength,
+  email: { min: USER_FIELDS.email.minLength, max: USER_FIELDS.email.maxLength },
+  jobTitle: USER_FIELDS.jobTitle.maxLength,
+  description: USER_FIELDS.description.maxLength,
+  color: USER_FIELDS.color.maxLength,
+  timeZone: USER_FIELDS.timeZone.maxLength,
+  searchQuery: Math.max(USER_FIELDS.name.maxLength, USER_FIELDS.email.maxLength),
+  externalId: USER_FIELDS.externalId.maxLength,
 } as const;
 
 // Deliberately the shape the public API accepts: local@domain.tld, no spaces.
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 const TIME_ZONE_PATTERN = /^[A-Za-z][A-Za-z0-9_+\-]*(\/[A-Za-z0-9_+\-]+)*$/;
 
-// Building an Intl.DateTimeFormat costs about 0.2 ms, so valid names are remembered; every
-// capitalization of a name is valid too ("america/LIMA"), so only the first MAX_KNOWN_TIME_ZONES
-// are kept and clients cannot grow the memo without end.
+// Building an Intl.DateTimeFormat is costly (docs/BENCHMARKS.md, "Figures the code rests on"), so
+// valid names are remembered; every capitalization of a name is valid too ("america/LIMA"), so
+// only the first MAX_KNOWN_TIME_ZONES are kept and clients cannot grow the memo without end.
 export const MAX_KNOWN_TIME_ZONES = 1_000;
 const knownTimeZones = new Set<string>();
 
@@ -66,21 +67,21 @@ export interface UserFieldProblem {
   detail: string;
 }
 
-/** REST's names of the fields whose names differ from GraphQL's. */
-const REST_FIELD_NAMES: Partial<Record<keyof UserFields, string>> = { timeZone: 'time_zone', jobTitle: 'job_title', externalId: 'external_id' };
-
 /** The REST name of a user field (snake_case), as REST messages name it. */
 export function restUserFieldName(field: keyof UserFields): string {
-  return REST_FIELD_NAMES[field] ?? field;
+  return restName(field);
 }
+
+/** The fields a write may not set to null: omitted, they keep their value; only the nullable ones are cleared by null. */
+const NOT_NULLABLE = USER_FIELD_NAMES.filter((field) => !USER_FIELDS[field].nullable);
 
 /** Every problem with the given fields at once (not the first found). */
 export function userFieldProblems(fields: UserFields, options: { creating: boolean }): UserFieldProblem[] {
   const problems: UserFieldProblem[] = [];
   const problem = (field: keyof UserFields, code: UserFieldProblem['code'], detail: string) => problems.push({ field, code, detail });
-  // Only description and job title can be cleared; the other fields are omitted to keep them,
-  // and a client's null (which the types above do not admit) is refused here, before any use.
-  const refusedNull = (['name', 'email', 'timeZone', 'color', 'role'] as const).filter((field) => (fields[field] as unknown) === null);
+  // A client's null for a field that cannot be cleared (which the types above do not admit) is
+  // refused here, before any use.
+  const refusedNull = NOT_NULLABLE.filter((field) => (fields[field] as unknown) === null);
   for (const field of refusedNull) problem(field, 'NOT_NULL', 'must not be null (omit it to keep the current value)');
   const given = <T>(value: T) => (value === null ? undefined : value);
   const name = given(fields.name), email = given(fields.email), timeZone = given(fields.timeZone), color = given(fields.color), role = given(fields.role);

@@ -4,7 +4,9 @@ import type { UserRole } from '../auth/roles.js';
 import { recordChange, type ChangedField } from '../db/change-journal.js';
 import { patchUpdateStatement, writePath, type WritePath } from '../db/write-path.js';
 import { lockLiveUserRows } from './user-locks.js';
-import { USER_FIELD_COLUMNS, USER_VERSION_SQL, userRows, userSelectList, type UserRow } from './user.reads.js';
+import { USER_FIELDS, USER_FIELD_COLUMNS, USER_FIELD_NAMES, restName } from './user.fields.js';
+import { userRows, type UserRow } from './user.reads.js';
+import { LIVE_USER, liveUser, userSelectList } from './user.sql.js';
 import type { UserFields } from './user.validation.js';
 
 /** What an update reads from a user row it locked: what the checks need, and every field's value before (the audit trail's). */
@@ -17,17 +19,27 @@ export interface LockedUser extends Required<UserFields> {
   version: string;
 }
 
-/** Change records name a user's fields as the public API does, which is also how the columns are named. */
-const USER_FIELD_NAMES = USER_FIELD_COLUMNS;
+/** What `lockForUpdate` reads of each user: every field a write sets, whether the user is active, and the version. */
+const LOCKED_COLUMNS = [
+  'id',
+  ...Object.entries(USER_FIELD_COLUMNS).map(([field, column]) => (field === column ? column : `${column} as "${field}"`)),
+  'suspended_at is null as active',
+  `${USER_FIELDS.version.column} as version`,
+].join(', ');
+const EMAIL_HOLDERS = `select id, lower(email) as email from users where account_id = ? and lower(email) in (?) and ${LIVE_USER}`;
+const EXTERNAL_ID_HOLDERS = `select id, external_id from users where account_id = ? and external_id in (?) and ${LIVE_USER}`;
+const SET_SUSPENDED = `update users set suspended_at = ?, updated_at = now() where account_id = ? and ${LIVE_USER} and id in (?) returning id`;
+const UPDATED_USERS = `users.account_id = ? and ${liveUser('users')}`;
 
-const LOCKED_COLUMNS = ['id', ...Object.entries(USER_FIELD_COLUMNS).map(([field, column]) => (field === column ? column : `${column} as "${field}"`))].join(', ');
-
-/** Each field of `fields` as a change reports it: its value (and for updates, its value before). */
+/**
+ * Each field of `fields` as a change reports it: its value (and for updates, its value before).
+ * Change records name a user's fields as REST does (user.fields.ts), on both faces.
+ */
 export function userChangedFields(after: UserFields, before?: UserFields): ChangedField[] {
-  return (Object.keys(USER_FIELD_NAMES) as Array<keyof UserFields>).flatMap((field) => {
+  return USER_FIELD_NAMES.flatMap((field) => {
     const value = after[field];
     if (value === undefined || (before && (before[field] ?? null) === (value ?? null))) return [];
-    return [{ name: USER_FIELD_NAMES[field], value, ...(before ? { beforeValue: before[field] ?? null } : {}) }];
+    return [{ name: restName(field), value, ...(before ? { beforeValue: before[field] ?? null } : {}) }];
   });
 }
 
@@ -60,7 +72,7 @@ export class UserWrites {
 
   /** The live users among `ids`, locked first in id order (user-locks.ts), with what the checks read. */
   lockForUpdate(ids: readonly string[]): Promise<LockedUser[]> {
-    return lockLiveUserRows<LockedUser>(this.tx, this.accountId, ids, `${LOCKED_COLUMNS}, external_id as "externalId", suspended_at is null as active, ${USER_VERSION_SQL} as version`);
+    return lockLiveUserRows<LockedUser>(this.tx, this.accountId, ids, LOCKED_COLUMNS);
   }
 
   /**
@@ -71,7 +83,7 @@ export class UserWrites {
   async emailHolders(normalizedEmails: readonly string[]): Promise<Map<string, string>> {
     if (normalizedEmails.length === 0) return new Map();
     const rows = await this.writes.rows<{ id: string; email: string }>(
-      'select id, lower(email) as email from users where account_id = ? and lower(email) in (?) and deleted_at is null',
+      EMAIL_HOLDERS,
       [this.accountId, [...new Set(normalizedEmails)]],
     );
     return new Map(rows.map((row) => [row.email, row.id]));
@@ -81,7 +93,7 @@ export class UserWrites {
   async externalIdHolders(externalIds: readonly string[]): Promise<Map<string, string>> {
     if (externalIds.length === 0) return new Map();
     const rows = await this.writes.rows<{ id: string; external_id: string }>(
-      'select id, external_id from users where account_id = ? and external_id in (?) and deleted_at is null',
+      EXTERNAL_ID_HOLDERS,
       [this.accountId, [...new Set(externalIds)]],
     );
     return new Map(rows.map((row) => [row.external_id, row.id]));
@@ -91,7 +103,7 @@ export class UserWrites {
   async setSuspended(ids: readonly string[], at: Date | null): Promise<void> {
     if (ids.length === 0) return;
     await this.writes.rows(
-      'update users set suspended_at = ?, updated_at = now() where account_id = ? and deleted_at is null and id in (?) returning id',
+      SET_SUSPENDED,
       [at, this.accountId, [...ids]],
     );
   }
@@ -115,7 +127,7 @@ export class UserWrites {
       // Who set an email (src/auth/owner-rights.ts) is not one of the user's fields: it changes neither version nor updated_at.
       bookkeeping: { emailSetByUserId: { column: 'email_set_by_user_id', type: 'varchar' }, emailSetWithOwnerRights: { column: 'email_set_with_owner_rights', type: 'boolean' } },
       patches: stored.map((patch) => ({ ...patch, ...authored(patch) })),
-      where: { sql: 'users.account_id = ? and users.deleted_at is null', params: [this.accountId] },
+      where: { sql: UPDATED_USERS, params: [this.accountId] },
       touched: 'updated_at',
       returning: userSelectList(fields),
     });
