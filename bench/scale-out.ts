@@ -28,7 +28,7 @@ import { openDatabase } from '../src/db/database.js';
 import { bootstrapAccount } from '../src/accounts/bootstrap.js';
 import { AccountsService } from '../src/accounts/accounts.service.js';
 import { seedCommand } from '../src/cli/commands/seed.command.js';
-import { userListStatements } from '../src/users/user.reads.js';
+import { userListStatements } from '../src/users/search/user-list-statements.js';
 import { call, load, log, median, startService, type LoadResult, type Scenario, type Server } from './servers.js';
 
 /** BENCH_DB_PREFIX as in bench/run.ts, so checkouts with different schemas keep their own database. */

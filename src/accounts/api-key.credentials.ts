@@ -3,6 +3,7 @@ import { credentialUsage } from '../auth/credential-usage.js';
 import { isUserRole } from '../auth/roles.js';
 import { readPath } from '../db/read-path.js';
 import { AuthenticationError } from '../errors/domain-errors.js';
+import { activeUser } from '../users/user.sql.js';
 
 interface ApiKeyRow {
   id: string;
@@ -27,7 +28,7 @@ export const apiKeyCredentials: CredentialResolver = {
     const [row] = await readPath(em).rows<ApiKeyRow>(
       `select k.id, k.account_id, k.user_id, k.read_only, u.role, k.expires_at, k.description, u.name as user_name
          from api_keys k
-         left join users u on u.id = k.user_id and u.deleted_at is null and u.suspended_at is null
+         left join users u on u.id = k.user_id and ${activeUser('u')}
         where k.token_digest = ? and k.revoked_at is null`,
       [digest],
       { prepared: true },

@@ -11,6 +11,7 @@ import type { TransactionRunner } from '../db/transaction.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { Account } from './account.entity.js';
 import { ApiKey } from './api-key.entity.js';
+import { LIVE_USER } from '../users/user.sql.js';
 
 export const API_KEY_KINDS = ['account_full_access', 'account_read_only', 'user'] as const;
 export type ApiKeyKind = (typeof API_KEY_KINDS)[number];
@@ -85,7 +86,7 @@ function checkHolder(kind: ApiKeyKind, userId: string | null | undefined): void 
 async function lockKeyHolder(em: EntityManager, accountId: string, userId: string): Promise<{ id: string; role: UserRole }> {
   const [user] = PUBLIC_ID_PATTERN.test(userId)
     ? await em.execute<{ id: string; role: string; suspended: boolean }[]>(
-        'select id, role, suspended_at is not null as suspended from users where id = ? and account_id = ? and deleted_at is null for share',
+        `select id, role, suspended_at is not null as suspended from users where id = ? and account_id = ? and ${LIVE_USER} for share`,
         [userId, accountId],
       )
     : [];
@@ -350,7 +351,7 @@ export class ApiKeysService {
 
   private async isLiveUser(userId: string): Promise<boolean> {
     if (!PUBLIC_ID_PATTERN.test(userId)) return false;
-    const [row] = await this.em.execute<{ id: string }[]>('select id from users where id = ? and account_id = ? and deleted_at is null', [userId, this.principal.accountId]);
+    const [row] = await this.em.execute<{ id: string }[]>(`select id from users where id = ? and account_id = ? and ${LIVE_USER}`, [userId, this.principal.accountId]);
     return row !== undefined;
   }
 }

@@ -4,7 +4,7 @@ import { createApiKeyCommand } from '../cli/commands/accounts.commands.js';
 import { startHarness } from '../../test/support/harness.js';
 import { api, discover, graphqlCall, newMember, registerApp, useOAuthServers } from '../../test/support/oauth-server.js';
 
-/** SPEC section 19: who really acted (an app by its client id, with summaries), and who may read another user's trail. */
+/** Who really acted (an app by its client id, with summaries), and who may read another user's trail. */
 const fixture = useOAuthServers(1);
 
 async function integration(accountId: string, scopes: string): Promise<{ bearer: string; clientId: string; name: string }> {

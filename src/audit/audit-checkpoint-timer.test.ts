@@ -6,7 +6,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
 import { verifyAuditCommand } from '../cli/commands/audit.commands.js';
 
-/** SPEC section 19: the server logs one signed checkpoint per account each hour; here each tick is a few milliseconds. */
+/** The server logs one signed checkpoint per account each hour; here each tick is a few milliseconds. */
 const INTERVAL_MS = 40;
 const io = { info: () => {} };
 let h: Harness;

@@ -14,7 +14,7 @@ import { openDatabase, type Database } from '../db/database.js';
 import { checkpointLine, parseCheckpoint } from './audit-chain.js';
 import { verifyAuditChain } from './audit-maintenance.js';
 
-/** SPEC section 19: the trail holds against the database's own users. */
+/** The trail holds against the database's own users. */
 let h: Harness;
 const role = `aag_app_${randomBytes(4).toString('hex')}`;
 const io = { info: () => {} };

@@ -87,7 +87,7 @@ export class AuditDetailsType {
   references!: AuditReferencesType[];
 }
 
-@ObjectType('AuditRecord', { description: 'Who changed what, when and how (SPEC section 13).', simpleResolvers: true })
+@ObjectType('AuditRecord', { description: 'Who changed what, when and how.', simpleResolvers: true })
 export class AuditRecordType {
   @Field(() => ID, { description: 'The record\'s id.' })
   id!: string;

@@ -132,7 +132,7 @@ export function auditSelection(filter: AuditMatch): RecordSelection {
   };
 }
 
-/** Audit records of the caller's account, newest first; who may read which is SPEC section 13. */
+/** Audit records of the caller's account, newest first; the account's trail for account admins, a user's own for themself or can_update_user (docs/audit.md). */
 export class AuditRecordsService {
   constructor(
     private readonly em: EntityManager,

@@ -71,7 +71,7 @@ describe('upgrading a trail to batches', () => {
         await client.query(`insert into accounts (id, name) values ($1, 'Upgraded')`, [accountId]);
         await oldAppend(client, accountId, [{ action: 'update', userId: 'PUSER01', title: 'one' }, { action: 'update', userId: 'PUSER02', title: 'two' }]);
         await oldAppend(client, accountId, [{ action: 'update', userId: 'PUSER01', title: 'three' }]);
-        // Those as the release before SPEC section 19 linked them: unkeyed (version 1).
+        // Those as releases before the keyed chain linked them: unkeyed (version 1).
         const written = (await client.query<OldRow>('select * from audit_records_full where account_id = $1 order by position', [accountId])).rows;
         let previous = '';
         await client.query('alter table audit_records disable trigger audit_records_append_only');

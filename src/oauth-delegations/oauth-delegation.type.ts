@@ -72,7 +72,7 @@ export class OAuthDelegationObject implements Partial<Record<keyof OAuthDelegati
 
 export const OAuthDelegationConnection = connectionType<OAuthDelegation>('OAuthDelegation', () => OAuthDelegationObject);
 
-@ObjectType({ description: 'Revocation used to be asynchronous; it is synchronous now, so nothing is ever pending.' })
+@ObjectType({ description: 'The revocations still pending for the account: revocation is synchronous, so none ever is.' })
 export class OAuthDelegationRevocationRequestsStatus {
   @Field(() => Int, { description: 'Always 0: revocation completes before DELETE /oauth_delegations (or deleteOAuthDelegations) answers.' })
   pendingCount!: number;

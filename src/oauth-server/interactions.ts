@@ -18,6 +18,7 @@ import { alternativeSignIn } from './sign-in-methods.js';
 import { signedInResult } from './sign-in-result.js';
 import { INTERACTION_PATH, LIFETIMES } from './provider.js';
 import { DEFAULT_SIGN_IN_LIMITS, beginSignInAttempt, type SignInLimits } from './sign-in-limiter.js';
+import { ACTIVE_USER, LIVE_USER } from '../users/user.sql.js';
 
 type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
 
@@ -54,7 +55,7 @@ async function recordSignIn(database: Database, req: Request, res: Response, att
   const em = database.em();
   const [match] = attempt.userId || !attempt.email
     ? []
-    : await em.execute<{ id: string }[]>('select id from users where account_id = ? and lower(email) = lower(?) and deleted_at is null', [attempt.app.account.id, attempt.email]);
+    : await em.execute<{ id: string }[]>(`select id from users where account_id = ? and lower(email) = lower(?) and ${LIVE_USER}`, [attempt.app.account.id, attempt.email]);
   const userId = attempt.userId ?? match?.id;
   await pageWrites(database, req, res, attempt.userId).run(em, async (tx) => {
     recordChange(tx, {
@@ -124,7 +125,7 @@ async function approve(pages: InteractionPages, req: Request, res: Response, pro
   const userId = interaction.session?.accountId;
   if (!userId) throw new errors.SessionNotFound('no signed-in user for this interaction');
   const em = database.em();
-  const [member] = await em.execute<{ id: string }[]>('select id from users where id = ? and account_id = ? and deleted_at is null and suspended_at is null', [userId, app.account.id]);
+  const [member] = await em.execute<{ id: string }[]>(`select id from users where id = ? and account_id = ? and ${ACTIVE_USER}`, [userId, app.account.id]);
   if (!member) {
     return finish(req, res, provider, { error: 'access_denied', error_description: 'The signed-in user is not a member of the account that owns this app.' });
   }
@@ -168,7 +169,7 @@ async function consentStep(pages: InteractionPages, req: Request, res: Response,
   // this very flow, they confirm it (RFC 8252, section 8.6).
   if (app.kind === 'mobile' || app.kind === 'spa') {
     if (interaction.lastSubmission?.login) return approve(pages, req, res, provider, interaction, app);
-    const [user] = await pages.deps.database.em().execute<{ email: string }[]>('select email from users where id = ? and deleted_at is null', [interaction.session?.accountId ?? '']);
+    const [user] = await pages.deps.database.em().execute<{ email: string }[]>(`select email from users where id = ? and ${LIVE_USER}`, [interaction.session?.accountId ?? '']);
     return sendPage(res, 200, continuePage({ action, csrf: pages.csrfFor(interaction.uid), appName: app.name, email: user?.email ?? '' }));
   }
   const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };

@@ -2,6 +2,7 @@ import type { CredentialResolver } from '../auth/authenticate.js';
 import type { OAuthAppPrincipal, OAuthPrincipal } from '../auth/principal.js';
 import { isUserRole } from '../auth/roles.js';
 import { readPath } from '../db/read-path.js';
+import { activeUser } from '../users/user.sql.js';
 
 interface FlowTokenRow {
   model: string;
@@ -36,7 +37,7 @@ export const flowTokenCredentials: CredentialResolver = {
          from oauth_server_records r
          join oauth_delegations d on d.grant_id = r.grant_id and d.status = 'issued' and d.expires_at > ?
          join oauth_apps a on a.client_id = d.client_id and a.disabled_at is null
-         left join users u on u.id = d.user_id and u.account_id = d.account_id and u.deleted_at is null and u.suspended_at is null
+         left join users u on u.id = d.user_id and u.account_id = d.account_id and ${activeUser('u')}
         where r.model in ('AccessToken', 'ClientCredentials') and r.key_digest = ? and r.expires_at > ?`,
       [at, digest, at],
       { prepared: true },

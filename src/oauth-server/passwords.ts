@@ -8,6 +8,7 @@ import { ForbiddenError, InvalidInputError, NotFoundError, RateLimitedError } fr
 import { lockLiveUser } from '../users/user-locks.js';
 import { beginSignInAttempt, type SignInLimits } from './sign-in-limiter.js';
 import { endUserAccess } from '../oauth-delegations/user-access.js';
+import { activeUser, LIVE_USER, liveUser as liveUserCondition } from '../users/user.sql.js';
 
 /** OWASP's argon2id baseline: 19 MiB, 2 passes, 1 lane. */
 const ARGON2_OPTIONS = { algorithm: Algorithm.Argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
@@ -44,7 +45,7 @@ interface LiveUserRow {
 
 async function liveUser(em: EntityManager, userId: string): Promise<LiveUserRow | undefined> {
   if (!PUBLIC_ID_PATTERN.test(userId)) return undefined;
-  const [row] = await em.execute<LiveUserRow[]>('select id, account_id from users where id = ? and deleted_at is null', [userId]);
+  const [row] = await em.execute<LiveUserRow[]>(`select id, account_id from users where id = ? and ${LIVE_USER}`, [userId]);
   return row;
 }
 
@@ -100,7 +101,7 @@ export async function changeOwnPassword(change: PasswordChange): Promise<void> {
     throw InvalidInputError.ofFields([{ path: ['input', 'newPassword'], code: 'INVALID', message: `newPassword: ${error.details[0]}` }]);
   }
   const [row] = await em.execute<{ email: string; password_hash: string | null }[]>(
-    'select u.email, p.password_hash from users u left join user_passwords p on p.user_id = u.id where u.id = ? and u.account_id = ? and u.deleted_at is null',
+    `select u.email, p.password_hash from users u left join user_passwords p on p.user_id = u.id where u.id = ? and u.account_id = ? and ${liveUserCondition('u')}`,
     [principal.userId, principal.accountId],
   );
   if (!row) throw new NotFoundError('user');
@@ -128,7 +129,7 @@ export async function changeOwnPassword(change: PasswordChange): Promise<void> {
 export async function checkSignIn(em: EntityManager, accountId: string, email: string, password: string): Promise<string | undefined> {
   const [row] = await em.execute<{ id: string; password_hash: string }[]>(
     `select u.id, p.password_hash from users u join user_passwords p on p.user_id = u.id
-      where u.account_id = ? and lower(u.email) = lower(?) and u.deleted_at is null and u.suspended_at is null`,
+      where u.account_id = ? and lower(u.email) = lower(?) and ${activeUser('u')}`,
     [accountId, email],
   );
   if (!row) {

@@ -14,6 +14,7 @@ import { Sealer } from './sealing.js';
 import { loadSigningKeys } from './signing-keys.js';
 import { problemPage } from './pages.js';
 import { signInMadeBy } from './sign-in-result.js';
+import { ACTIVE_USER } from '../users/user.sql.js';
 
 /** Every endpoint of the authorization server lives under this prefix (discovery under /.well-known). */
 export const OAUTH_PREFIX = '/oauth';
@@ -178,7 +179,7 @@ function tokenLifetimes(): Configuration['ttl'] {
 /** The signed-in user's claims; a suspended or deleted user is found by nobody (their session asks for a sign-in). */
 function accountFinder(database: Database): Configuration['findAccount'] {
   return async (_ctx, sub) => {
-    const [user] = await database.em().execute<UserRow[]>('select id, name, email, time_zone from users where id = ? and deleted_at is null and suspended_at is null', [sub]);
+    const [user] = await database.em().execute<UserRow[]>(`select id, name, email, time_zone from users where id = ? and ${ACTIVE_USER}`, [sub]);
     if (!user) return undefined;
     return { accountId: user.id, claims: () => ({ sub: user.id, name: user.name, email: user.email, zoneinfo: user.time_zone }) };
   };

@@ -2,7 +2,7 @@ import { startHarness, type Harness, type TestAccount } from '../../test/support
 import { scim } from '../../test/support/scim.js';
 import { createHash } from 'node:crypto';
 import { createProvisioningTokenCommand, listProvisioningTokensCommand, revokeProvisioningTokenCommand } from '../cli/commands/provisioning-tokens.commands.js';
-import { userListStatements } from '../users/user.reads.js';
+import { userListStatements } from '../users/search/user-list-statements.js';
 import { ProvisioningTokensService } from './provisioning-tokens.service.js';
 
 let h: Harness;

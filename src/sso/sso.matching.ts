@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/sql';
 import { isPrivilegedRole, trustedFor, type Authorship } from '../auth/owner-rights.js';
 import { recordChange } from '../db/change-journal.js';
 import { newPublicId } from '../db/public-id.js';
+import { activeUser, LIVE_USER } from '../users/user.sql.js';
 
 /**
  * Who the identity provider vouched for: its stable subject (OIDC `iss` + `sub`; SAML issuer +
@@ -56,7 +57,7 @@ export function privilegedRefusal(user: EligibleUser, byEmail: boolean, configur
 async function eligible(tx: EntityManager, accountId: string, where: string, params: unknown[]): Promise<EligibleUser | undefined> {
   const [row] = await tx.execute<EligibleUser[]>(
     `select u.id, u.role, u.email_set_by_user_id, u.email_set_with_owner_rights from users u
-      where u.account_id = ? and ${where} and u.deleted_at is null and u.suspended_at is null`,
+      where u.account_id = ? and ${where} and ${activeUser('u')}`,
     [accountId, ...params],
   );
   return row;
@@ -125,7 +126,7 @@ export async function ssoRefusesSomePrivilegedUser(tx: EntityManager, accountId:
   const users = await tx.execute<Array<EligibleUser & { link_privileged: boolean }>>(
     `select u.id, u.role, u.email_set_by_user_id, u.email_set_with_owner_rights,
             exists (select 1 from sso_subject_links l where l.user_id = u.id and l.privileged) as link_privileged
-       from users u where u.account_id = ? and u.role in ('owner', 'admin') and u.deleted_at is null and u.suspended_at is null`,
+       from users u where u.account_id = ? and u.role in ('owner', 'admin') and ${activeUser('u')}`,
     [accountId],
   );
   return users.some((user) => privilegedRefusal(user, !user.link_privileged, configuration) !== undefined);
@@ -171,7 +172,7 @@ export async function userForAssertedIdentity(tx: EntityManager, accountId: stri
   const created = await tx.execute<{ id: string }[]>(
     `insert into users (id, account_id, name, email, time_zone, color, role, created_via_sso)
      select ?, a.id, ?, ?, a.time_zone, ?, 'user', true from accounts a where a.id = ?
-     on conflict (account_id, lower(email)) where deleted_at is null do nothing
+     on conflict (account_id, lower(email)) where ${LIVE_USER} do nothing
      returning id`,
     [newPublicId(), name, email, JIT_COLORS[Math.floor(Math.random() * JIT_COLORS.length)], accountId],
   );

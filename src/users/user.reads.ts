@@ -9,8 +9,6 @@ import { LIVE_USER, statementTextForColumns, userSelectList } from './user.sql.j
 import type { UserFields } from './user.validation.js';
 
 // The search's entry points, for the benchmark and tests that import them from here.
-export { SEARCH_ALWAYS_INDEXED, SEARCH_WALK_BUDGET, firstMatchAt, searchIndexedCap, skipsInitials, useIndexedSearch } from './search/search-planner.js';
-export { userListStatements } from './search/user-list-statements.js';
 
 /**
  * A user as the presenting reads return it: a plain object with the `User` GraphQL type's field

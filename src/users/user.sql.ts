@@ -13,6 +13,9 @@ import { USER_FIELDS } from './user.fields.js';
  */
 export const LIVE_USER = 'deleted_at is null';
 
+/** A live user who is not suspended, of `users` unaliased. */
+export const ACTIVE_USER = `${LIVE_USER} and suspended_at is null`;
+
 /** LIVE_USER of `users` under an alias (or its table name): `liveUser('u')` is `u.deleted_at is null`. */
 export function liveUser(alias: string): string {
   return `${alias}.${LIVE_USER}`;
