@@ -7,6 +7,7 @@ import { createRateLimiter } from '../src/auth/rate-limit.js';
 import { issueDelegation } from '../src/oauth-delegations/oauth-delegation.service.js';
 import { startHarness, type Credential, type Harness, type TestAccount } from './support/harness.js';
 import { subscriptionFixtures } from './support/subscriptions.js';
+import { useHarness } from './support/use-harness.js';
 
 /** What Apollo Client 4's HttpLink sends as Accept. */
 const APOLLO_ACCEPT = 'application/graphql-response+json,application/json;q=0.9';
@@ -14,17 +15,16 @@ const ORIGIN = 'https://app.test.example';
 
 const authorization = (key: Credential) => ({ Authorization: `Token token=${(key as { token: string }).token}` });
 
-describe('the schema and wire a client cache can rely on', () => {
-  let h: Harness;
-  let account: TestAccount;
-  beforeAll(async () => {
-    h = await startHarness();
-    account = await h.createAccount();
-  });
-  afterAll(async () => {
-    await h?.close();
-  });
+// The schema and wire a client cache can rely on: these tests share one harness and account;
+// the rate-limit and trusted-document blocks at the end start harnesses of their own.
+let h: Harness;
+let account: TestAccount;
+useHarness({}, async (started) => {
+  h = started;
+  account = await h.createAccount();
+});
 
+describe('the schema: every part described, every field of a user page resolves or fails alone', () => {
   test('schema walk: every type, field, argument and enum value is described; every field of a user page and its connections resolves for an allowed caller', async () => {
     const { data } = await h.graphql(`{ __schema { types { name kind description
       fields(includeDeprecated: true) { name description args { name description } type { kind name ofType { kind name ofType { kind name ofType { kind name } } } } }
@@ -102,7 +102,9 @@ describe('the schema and wire a client cache can rely on', () => {
     expect(own.errors).toBeUndefined();
     expect(own.data.user.notificationSubscriptions).toEqual({ totalCount: 0 });
   });
+});
 
+describe('what mutations and audit records return, as a client cache normalises it', () => {
   test('mutations return what they changed: revoked delegations with their status and the user; created and removed subscriptions with a stable id', async () => {
     const user = await h.createUser(account);
     const issued = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId: user.id, type: 'web', scopes: 'users.read' }));
@@ -161,7 +163,9 @@ describe('the schema and wire a client cache can rely on', () => {
     expect(rest.status).toBe(200);
     expect(rest.body.records[0].root_resource.id).toBe(user.id);
   });
+});
 
+describe('input errors name every bad field', () => {
   test('form errors name every bad field at once, by its GraphQL path and name; REST keeps its own names', async () => {
     const create = 'mutation($input: CreateUserInput!) { createUser(input: $input) { user { id } } }';
     // Values the input's scalars refuse: every one at once, each at its path.
@@ -204,7 +208,9 @@ describe('the schema and wire a client cache can rely on', () => {
     expect(rest.status).toBe(400);
     expect(JSON.stringify(rest.body.error.errors)).toContain('time_zone');
   });
+});
 
+describe('query limits and cursors', () => {
   test('the cost limit counts `first` from literals, variables and defaults alike: the settings pages pass, a page 4 times larger does not', async () => {
     const page = (users: string, delegations: string, subscriptions: string, variables = '($users: Int!, $delegations: Int = 50, $subscriptions: Int)') => `query Settings${variables} {
       users(first: ${users}) {
@@ -263,7 +269,9 @@ describe('the schema and wire a client cache can rely on', () => {
     const filtered = await h.graphql('query($after: String) { auditRecords(first: 1, after: $after, filter: { rootResourceTypes: [USERS] }) { nodes { id } } }', { after: auditCursor }, account.key);
     expect(filtered.errors?.[0].extensions.code).toBe('BAD_USER_INPUT');
   });
+});
 
+describe('the wire: idempotency refusals and CORS', () => {
   test('an idempotency refusal is a GraphQL response in the media type the client accepted', async () => {
     const key = `key-${randomUUID()}`;
     const create = 'mutation($input: CreateUserInput!) { createUser(input: $input) { user { id } } }';

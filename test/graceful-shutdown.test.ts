@@ -60,11 +60,11 @@ function rawConnection(port: number) {
   return { socket, closed, received: () => received, error: () => sawError, connected: new Promise<void>((resolve) => socket.once('connect', () => resolve())) };
 }
 
-test('SIGTERM-style stop under keep-alive load: readiness 503, Connection: close, nothing reset, every 2xx write stored, retries exactly once, clean stop', async () => {
-  const account: TestAccount = await h.createAccount();
-  const auth = { Authorization: `Token token=${(account.key as { token: string }).token}` };
-
-  // The stopping instance has its own connection pool on the same data; the harness's app plays the instance that stays.
+/**
+ * The instance that stops: its own connection pool on the harness's data (embedded, the harness's
+ * database itself, whose close is only recorded), its own logs, listening on a port of its own.
+ */
+async function startStoppingInstance() {
   let serverDatabase: Database;
   let databaseClosed = false;
   if (h.database.url) serverDatabase = await openDatabase({ databaseUrl: h.database.url, dataDir: undefined, entities: allEntities(), commitHooks: allCommitHooks(), poolMax: 5 });
@@ -75,33 +75,46 @@ test('SIGTERM-style stop under keep-alive load: readiness 503, Connection: close
   const app = await createApp({ settings: TEST_SETTINGS, database: serverDatabase, logger, serverSecret: h.runtime.serverSecret, rateLimiter });
   await new Promise<void>((resolve) => app.httpServer.listen(0, '127.0.0.1', resolve));
   const port = (app.httpServer.address() as net.AddressInfo).port;
+  return { serverDatabase, databaseClosed: () => databaseClosed, logs, logger, rateLimiter, app, port };
+}
 
-  // The instance that stays, and a load balancer in front of both: it probes readiness every 100 ms,
-  // keeps using open keep-alive connections, and opens new ones only to instances it believes ready.
-  await new Promise<void>((resolve) => h.server.httpServer.listen(0, '127.0.0.1', resolve));
-  const otherPort = (h.server.httpServer.address() as net.AddressInfo).port;
-  let stoppingInstanceReady = true;
-  let probing = true;
-  const prober = (async () => {
-    while (probing) {
+/** What a load balancer in front of both instances believes of the stopping one. */
+interface Balancer {
+  stoppingInstanceReady: boolean;
+  probing: boolean;
+  prober: Promise<void>;
+}
+
+/** The balancer probes the stopping instance's readiness every 100 ms until told to stop. */
+function startBalancer(port: number): Balancer {
+  const balancer: Balancer = { stoppingInstanceReady: true, probing: true, prober: Promise.resolve() };
+  balancer.prober = (async () => {
+    while (balancer.probing) {
       const probe = await send(port, undefined, 'GET', '/readyz', {});
-      if (probe.status !== 200) stoppingInstanceReady = false;
+      if (probe.status !== 200) balancer.stoppingInstanceReady = false;
       await sleep(100);
     }
   })();
+  return balancer;
+}
 
-  const outcomes: Outcome[] = [];
-  let clientsDone = false;
-  const clients = Array.from({ length: 8 }, async (_, client) => {
+/**
+ * Eight clients sending reads, writes (each with its own idempotency key) and GraphQL queries
+ * until `done`. Through the balancer: a client keeps using its open keep-alive connection, and opens
+ * a new one only to an instance the balancer believes ready.
+ */
+function startClients(balancer: Balancer, port: number, otherPort: number, auth: Record<string, string>) {
+  const load = { outcomes: [] as Outcome[], done: false, clients: [] as Promise<void>[] };
+  load.clients = Array.from({ length: 8 }, async (_, client) => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const otherAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    const route = () => (stoppingInstanceReady || Object.keys(agent.freeSockets).length ? { port, agent } : { port: otherPort, agent: otherAgent });
+    const route = () => (balancer.stoppingInstanceReady || Object.keys(agent.freeSockets).length ? { port, agent } : { port: otherPort, agent: otherAgent });
     const send = (method: string, path: string, headers: Record<string, string>, body?: string) => {
       const target = route();
       return sendTo(target.port, target.agent, method, path, headers, body).then((outcome) => ({ ...outcome, stoppingInstance: target.port === port }));
     };
     try {
-      for (let i = 0; !clientsDone; i++) {
+      for (let i = 0; !load.done; i++) {
         const kind = (['read', 'write', 'graphql'] as const)[(i + client) % 3]!;
         let outcome: Outcome;
         if (kind === 'write') {
@@ -114,13 +127,57 @@ test('SIGTERM-style stop under keep-alive load: readiness 503, Connection: close
         } else {
           outcome = { kind, ...(await send('POST', '/graphql', auth, JSON.stringify({ query: '{ users(first: 5) { totalCount } }' }))) };
         }
-        outcomes.push(outcome);
+        load.outcomes.push(outcome);
       }
     } finally {
       agent.destroy();
       otherAgent.destroy();
     }
   });
+  return load;
+}
+
+/** The order that loses nothing: HTTP stopped, then the database; no handler met a closed database. */
+async function expectStoppedInOrder(instance: Awaited<ReturnType<typeof startStoppingInstance>>): Promise<void> {
+  const messages = instance.logs.map((line) => line.msg);
+  expect(messages.indexOf('http server stopped')).toBeLessThan(messages.indexOf('database closed; stopped'));
+  expect(instance.logs.filter((line) => line.level >= 50)).toEqual([]);
+  if (h.database.url) expect(await instance.serverDatabase.orm.isConnected()).toBe(false);
+  else expect(instance.databaseClosed()).toBe(true);
+}
+
+/** Every acknowledged write is stored; every write that got no answer, retried with its key on the other instance, exists once. */
+async function expectEveryWriteStoredOnce(outcomes: Outcome[], slowEmail: string, auth: Record<string, string>) {
+  const writes = outcomes.filter((outcome) => outcome.kind === 'write');
+  const unanswered = writes.filter((outcome) => outcome.status === undefined);
+  for (const write of unanswered) {
+    const retry = await supertest(h.app).post('/users').set({ ...auth, 'Idempotency-Key': write.idempotencyKey! }).send({ user: { name: 'Drain', email: write.email } });
+    expect(retry.status).toBe(201);
+  }
+  const emails = [...writes.map((write) => write.email!), slowEmail];
+  const rows = await h.database.em().execute<{ email: string; n: number }[]>(
+    `select email, count(*)::int as n from users where email in (${emails.map(() => '?').join(', ')}) group by email`,
+    emails,
+  );
+  const stored = new Map(rows.map((row) => [row.email, row.n]));
+  expect(emails.filter((email) => stored.get(email) !== 1)).toEqual([]);
+  return { writes, unanswered, emails };
+}
+
+test('SIGTERM-style stop under keep-alive load: readiness 503, Connection: close, nothing reset, every 2xx write stored, retries exactly once, clean stop', async () => {
+  const account: TestAccount = await h.createAccount();
+  const auth = { Authorization: `Token token=${(account.key as { token: string }).token}` };
+
+  // The stopping instance has its own connection pool on the same data; the harness's app plays the instance that stays.
+  const instance = await startStoppingInstance();
+  const { app, rateLimiter, serverDatabase, logger, port } = instance;
+
+  // The instance that stays, and a load balancer in front of both.
+  await new Promise<void>((resolve) => h.server.httpServer.listen(0, '127.0.0.1', resolve));
+  const otherPort = (h.server.httpServer.address() as net.AddressInfo).port;
+  const balancer = startBalancer(port);
+  const load = startClients(balancer, port, otherPort, auth);
+  const { outcomes } = load;
 
   const idleKeepAlive = rawConnection(port);
   await idleKeepAlive.connected;
@@ -132,7 +189,7 @@ test('SIGTERM-style stop under keep-alive load: readiness 503, Connection: close
   const stopping = shutdownGracefully({ app, rateLimiter, database: serverDatabase, logger, drainMs: 1_200, graceMs: 5_000 });
   const readiness = await send(port, undefined, 'GET', '/readyz', {});
   // The balancer's probe sees it too (a busy machine may delay its own loop).
-  if (readiness.status !== 200) stoppingInstanceReady = false;
+  if (readiness.status !== 200) balancer.stoppingInstanceReady = false;
   expect([readiness.status, readiness.connectionClose]).toEqual([503, true]);
   expect(JSON.parse(readiness.body!).status).toBe('draining');
 
@@ -152,9 +209,9 @@ test('SIGTERM-style stop under keep-alive load: readiness 503, Connection: close
   const clean = await stopping;
   // Keep sending a moment after the stop, all to the instance that stays.
   await sleep(200);
-  clientsDone = true;
-  probing = false;
-  await Promise.all([...clients, prober]);
+  load.done = true;
+  balancer.probing = false;
+  await Promise.all([...load.clients, balancer.prober]);
   await Promise.all([notYetRead.closed, slowBody.closed, idleKeepAlive.closed]);
 
   expect(clean).toBe(true);
@@ -170,27 +227,8 @@ test('SIGTERM-style stop under keep-alive load: readiness 503, Connection: close
   expect(answered.every((outcome) => outcome.status! < 500)).toBe(true);
   expect(answered.filter((outcome) => outcome.connectionClose).length).toBeGreaterThan(0);
 
-  // The order that loses nothing: HTTP stopped, then the database; no handler met a closed database.
-  const messages = logs.map((line) => line.msg);
-  expect(messages.indexOf('http server stopped')).toBeLessThan(messages.indexOf('database closed; stopped'));
-  expect(logs.filter((line) => line.level >= 50)).toEqual([]);
-  if (h.database.url) expect(await serverDatabase.orm.isConnected()).toBe(false);
-  else expect(databaseClosed).toBe(true);
-
-  // Every acknowledged write is stored; every write that got no answer, retried with its key on the other instance, exists once.
-  const writes = outcomes.filter((outcome) => outcome.kind === 'write');
-  const unanswered = writes.filter((outcome) => outcome.status === undefined);
-  for (const write of unanswered) {
-    const retry = await supertest(h.app).post('/users').set({ ...auth, 'Idempotency-Key': write.idempotencyKey! }).send({ user: { name: 'Drain', email: write.email } });
-    expect(retry.status).toBe(201);
-  }
-  const emails = [...writes.map((write) => write.email!), slowEmail];
-  const rows = await h.database.em().execute<{ email: string; n: number }[]>(
-    `select email, count(*)::int as n from users where email in (${emails.map(() => '?').join(', ')}) group by email`,
-    emails,
-  );
-  const stored = new Map(rows.map((row) => [row.email, row.n]));
-  expect(emails.filter((email) => stored.get(email) !== 1)).toEqual([]);
+  await expectStoppedInOrder(instance);
+  const { writes, unanswered, emails } = await expectEveryWriteStoredOnce(outcomes, slowEmail, auth);
 
   console.info(
     `graceful shutdown figures: ${JSON.stringify({
