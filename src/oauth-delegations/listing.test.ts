@@ -87,7 +87,7 @@ async function pageThrough(path: string, key: Credential, limit: number) {
   throw new Error('paging did not end');
 }
 
-describe('GET /users/{id}/oauth_delegations', () => {
+describe('GET /users/{id}/oauth_delegations: paging and filters', () => {
   test('cursor paging through 60 delegations with limit 25 returns each exactly once, newest first', async () => {
     const account = await h.createAccount();
     const user = await h.createUser(account);
@@ -164,7 +164,9 @@ describe('GET /users/{id}/oauth_delegations', () => {
     expect(capped.body.limit).toBe(100);
     expect(capped.body.more).toBe(false);
   });
+});
 
+describe('GET /users/{id}/oauth_delegations: which users, and who may read', () => {
   test('unknown, deleted and other accounts\' users are 404', async () => {
     const account = await h.createAccount();
     const other = await h.createAccount();
@@ -259,9 +261,9 @@ describe('GET /users/{id}/oauth_delegations/{delegation_id}', () => {
   });
 });
 
-describe('GraphQL', () => {
-  const FIELDS = 'id userId delegationType clientId scope scopes status createdAt expiresAt revokedAt self htmlUrl';
+const FIELDS = 'id userId delegationType clientId scope scopes status createdAt expiresAt revokedAt self htmlUrl';
 
+describe('GraphQL: connections', () => {
   test('User.oauthDelegations is a connection with filters, cursors and totalCount', async () => {
     const account = await h.createAccount();
     const user = await h.createUser(account);
@@ -321,7 +323,10 @@ describe('GraphQL', () => {
     });
     expect(statements.filter((sql) => /oauth_delegations/i.test(sql))).toHaveLength(1);
   });
+});
 
+// Declared last: its final test scans the response bodies of every test in the file.
+describe('GraphQL: access, and secrets kept', () => {
   test('another user\'s delegations are FORBIDDEN on that field only; a token without the scope is FORBIDDEN naming it', async () => {
     const account = await h.createAccount();
     const user = await h.createUser(account);

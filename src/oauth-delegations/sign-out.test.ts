@@ -137,7 +137,7 @@ describe('bearer tokens', () => {
   });
 });
 
-describe('DELETE /oauth_delegations and deleteOAuthDelegations', () => {
+describe('DELETE /oauth_delegations and deleteOAuthDelegations: signing out', () => {
   test('REST sign-out is synchronous: mobile refused on the very next request, web untouched until its own DELETE', async () => {
     const account = await h.createAccount();
     const user = await h.createUser(account);
@@ -214,7 +214,9 @@ describe('DELETE /oauth_delegations and deleteOAuthDelegations', () => {
     expect(await row(mobile.id)).toMatchObject({ status: 'revoked', revoked_by_kind: 'oauth', revoked_by_credential_id: mobile.id });
     expect((await h.rest('get', '/users/me', { key: mobile.key })).status).toBe(401);
   });
+});
 
+describe('DELETE /oauth_delegations and deleteOAuthDelegations: concurrent calls', () => {
   test('20 parallel DELETE calls all answer 200 and revoke every matching delegation exactly once', async () => {
     const account = await h.createAccount();
     const user = await h.createUser(account);
@@ -254,7 +256,9 @@ describe('DELETE /oauth_delegations and deleteOAuthDelegations', () => {
     );
     expect(Number(counts!.revoked)).toBe(10);
   });
+});
 
+describe('DELETE /oauth_delegations and deleteOAuthDelegations: isolation, permission, validation', () => {
   test('isolation: user A\'s sign-out leaves user B\'s delegations alone', async () => {
     const account = await h.createAccount();
     const a = await h.createUser(account);
