@@ -9,8 +9,9 @@ import { USER_FIELD_LIMITS } from '../src/users/user.validation.js';
 import { deeplyNestedJson } from './support/hostile.js';
 
 /**
- * One example of each class of issue #10, asserted on both faces where both apply; the property
- * test (hostile-input.property.test.ts) covers the classes at large.
+ * One example of each class of hostile input (docs/ARCHITECTURE.md, "Hostile input"), asserted on both
+ * faces where both apply; the property tests (hostile-input.property.test.ts for REST and GraphQL,
+ * hostile-input.sso-scim.property.test.ts for single sign-on and SCIM) cover the classes at large.
  */
 let harness: Harness;
 let agent: ReturnType<typeof supertest>;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startHarness, type Harness, type TestAccount } from './support/harness.js';
 
 /**
- * SQL statements per request on the read paths and the bulk user update (issue #9): every statement the app runs passes
+ * SQL statements per request on the read paths and the bulk user update: every statement the app runs passes
  * through onQuery, so these counts are what PostgreSQL sees.
  */
 let h: Harness;

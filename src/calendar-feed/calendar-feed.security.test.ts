@@ -172,7 +172,7 @@ describe('the calendar-URL rule for every kind of credential', () => {
   });
 });
 
-describe('read-scoped tokens do not collect calendar URLs (issue 22, finding 4)', () => {
+describe('read-scoped tokens do not collect calendar URLs', () => {
   test('a users.read token: /users/me without the URLs, the GraphQL field FORBIDDEN naming users.write; a users.write token sees them', async () => {
     const account = await h.createAccount();
     const user = await h.createUser(account);
