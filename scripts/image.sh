@@ -153,7 +153,7 @@ make_base() {
   chroot "$rootfs" apt-get clean
   rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs/etc/apt/sources.list"
   : >"$rootfs/etc/resolv.conf"
-  tar -C "$rootfs" --numeric-owner -c . | podman import --message "debootstrap --variant=minbase $SUITE" - "$BASE_IMAGE" >/dev/null
+  tar -C "$rootfs" --numeric-owner -c . | podman import --quiet --message "debootstrap --variant=minbase $SUITE" - "$BASE_IMAGE" >/dev/null
   rm -rf "$rootfs"
   log "made $BASE_IMAGE in $((SECONDS - started)) s"
 }
@@ -239,7 +239,8 @@ build() {
   # Uncommitted changes are part of what was built: the revision says so.
   git diff --quiet HEAD -- 2>/dev/null || revision="$revision-dirty"
   log "building $IMAGE (podman build --network none)"
-  local build_started=$SECONDS
+  local build_started=$SECONDS dangling
+  dangling=$(podman images --quiet --filter dangling=true | sort)
   podman build --network none --pull=never --format docker \
     --file "$CONTEXT/Containerfile" \
     --build-arg BASE_IMAGE="$BASE_IMAGE" \
@@ -250,6 +251,8 @@ build() {
     --tag "$IMAGE" "$CONTEXT" >"$WORK/build.log" 2>&1 ||
     { tail -n 30 "$WORK/build.log" >&2; die "podman build failed (log: $WORK/build.log)"; }
   log "podman build took $((SECONDS - build_started)) s"
+  # The build's intermediate images (the first stage): nothing reuses them, since every build's SBOM differs.
+  comm -13 <(echo "$dangling") <(podman images --quiet --filter dangling=true | sort) | xargs -r podman rmi --force >/dev/null
   rm -rf "$CONTEXT"
   report
   log "built $IMAGE in $((SECONDS - started)) s"
