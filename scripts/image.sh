@@ -178,16 +178,22 @@ node_binary() {
 }
 
 # Files no running server reads: type declarations, TypeScript sources, dependencies' source maps,
-# their tests (a package's own test/ or tests/, any __tests__), documentation and npm's bookkeeping.
-# Licences stay.
+# their tests (test/ or tests/ in a package or its lib/, dist/ or build/, any __tests__),
+# documentation, command links and npm's bookkeeping. Licences stay.
 trim_node_modules() {
-  local modules=$1 dir
-  rm -rf "$modules/.bin" "$modules/.package-lock.json"
-  find "$modules" -type d \( -name test -o -name tests -o -name __tests__ \) -prune -print | while read -r dir; do
-    if [ "${dir##*/}" = __tests__ ] || [ -f "${dir%/*}/package.json" ]; then rm -rf "$dir"; fi
+  local modules=$1 dir parent
+  rm -f "$modules/.package-lock.json"
+  find "$modules" -type d \( -name .bin -o -name test -o -name tests -o -name __tests__ \) -prune -print | while read -r dir; do
+    parent=${dir%/*}
+    case "${dir##*/}:${parent##*/}" in
+      .bin:* | __tests__:*) rm -rf "$dir" ;;
+      *:lib | *:dist | *:build) if [ -f "${parent%/*}/package.json" ]; then rm -rf "$dir"; fi ;;
+      *) if [ -f "$parent/package.json" ]; then rm -rf "$dir"; fi ;;
+    esac
   done
-  find "$modules" -type f \( -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.map' -o -iname '*.md' -o -iname '*.markdown' \) \
+  find "$modules" -type f \( -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.map' -o -iname '*.md' -o -iname '*.markdown' -o -name .npmignore \) \
     ! -iname 'licen[cs]e*' ! -iname 'copying*' -delete
+  find "$modules" -mindepth 1 -type d -empty -delete
 }
 
 stage() {
