@@ -194,7 +194,7 @@ status() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# The high-availability topology (SPEC 21, docs/operating.md "On a Patroni cluster"):
+# The high-availability topology (docs/operating.md "On a Patroni cluster"):
 #
 #   node1..3   127.0.0.1:5441-5443  PostgreSQL under Patroni (REST 8008-8010, Raft 5451-5453:
 #                                   Patroni's built-in consensus store, no separate service)
