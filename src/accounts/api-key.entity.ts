@@ -44,6 +44,10 @@ export class ApiKey {
   @Property({ type: 'Date', columnType: 'timestamptz', nullable: true })
   expiresAt: Date | null = null;
 
+  /** When the key was rolled over: from then on, in its grace period, it manages no credential and cannot be rolled again. */
+  @Property({ type: 'Date', columnType: 'timestamptz', nullable: true })
+  supersededAt: Date | null = null;
+
   /** At most a minute stale: written off the request path, at most once a minute per key (api-key-usage.ts). */
   @Property({ type: 'Date', columnType: 'timestamptz', nullable: true })
   lastUsedAt: Date | null = null;

@@ -95,6 +95,13 @@ async function lockKeyHolder(em: EntityManager, accountId: string, userId: strin
   return { id: user.id, role: user.role };
 }
 
+/** The holder of a key being revoked, whatever their state now (a deleted or suspended user's keys were revoked with them). */
+async function keyHolder(em: EntityManager, accountId: string, userId: string): Promise<{ id: string; role: UserRole }> {
+  const [user] = await em.execute<{ id: string; role: string }[]>('select id, role from users where id = ? and account_id = ?', [userId, accountId]);
+  if (!user || !isUserRole(user.role)) throw new NotFoundError('user');
+  return { id: user.id, role: user.role };
+}
+
 /**
  * Issues a key in the caller's write transaction and records it. Checks the input, not who asks:
  * the operator CLI calls it directly; API callers go through `ApiKeysService`, which checks rights first.
@@ -192,6 +199,7 @@ export async function rollApiKeyRow(tx: EntityManager, previous: ApiKey, previou
   checkGrace(previousExpiresIn);
   const status = apiKeyStatusOf(previous);
   if (status !== 'active') throw new InvalidInputError(`API key ${previous.id} is ${status}: only an active key can be rolled`);
+  if (previous.supersededAt) throw new InvalidInputError(`API key ${previous.id} was already rolled over: roll its successor instead`);
   const issued = await issueApiKey(tx, {
     accountId: previous.account.id,
     kind: apiKeyKindOf(previous),
@@ -203,6 +211,8 @@ export async function rollApiKeyRow(tx: EntityManager, previous: ApiKey, previou
     issued.apiKey.expiresAt = previous.expiresAt;
     await tx.execute('update api_keys set expires_at = ? where id = ?', [previous.expiresAt, issued.apiKey.id]);
   }
+  previous.supersededAt = new Date();
+  await tx.execute('update api_keys set superseded_at = ? where id = ?', [previous.supersededAt, previous.id]);
   await shortenApiKey(tx, previous, new Date(Date.now() + previousExpiresIn * 1000));
   return { ...issued, previous };
 }
@@ -320,7 +330,9 @@ export class ApiKeysService {
 
   async revoke(id: string): Promise<ApiKey> {
     return this.transactions.run(this.em, async (tx) => {
-      const key = await this.manageable(tx, id);
+      const key = await this.visibleKey(tx, id);
+      if (key.userId) policy.assertMayRevokeApiKeysOf(this.principal, await keyHolder(tx, this.principal.accountId, key.userId));
+      else policy.assertManagesCredentials(this.principal);
       return revokeApiKeyRow(tx, key);
     }, 'apiKeys.revoke');
   }
@@ -329,23 +341,19 @@ export class ApiKeysService {
   async roll(id: string, previousExpiresIn: number = DEFAULT_ROLL_GRACE_SECONDS): Promise<RolledKey> {
     checkGrace(previousExpiresIn);
     return this.transactions.run(this.em, async (tx) => {
-      const previous = await this.manageable(tx, id);
+      const previous = await this.visibleKey(tx, id);
       const holder = previous.userId ? await lockKeyHolder(tx, this.principal.accountId, previous.userId) : undefined;
       policy.assertMayIssueApiKey(this.principal, apiKeyKindOf(previous), holder);
       return rollApiKeyRow(tx, previous, previousExpiresIn, isUserPrincipal(this.principal) ? this.principal.userId : null);
     }, 'apiKeys.roll');
   }
 
-  /** A key of the caller's account that the caller may manage; any other id is not found. */
-  private async manageable(tx: EntityManager, id: string): Promise<ApiKey> {
+  /** A key of the caller's account that the caller may see; any other id is not found. */
+  private async visibleKey(tx: EntityManager, id: string): Promise<ApiKey> {
     const key = PUBLIC_ID_PATTERN.test(id) ? await tx.findOne(ApiKey, { id, account: this.principal.accountId }) : null;
     if (!key) throw new NotFoundError('API key');
-    if (key.userId) {
-      policy.assertMayReadApiKeysOf(this.principal, key.userId);
-      policy.assertMayManageApiKeysOf(this.principal, key.userId);
-    } else {
-      policy.assertAccountAdmin(this.principal);
-    }
+    if (key.userId) policy.assertMayReadApiKeysOf(this.principal, key.userId);
+    else policy.assertAccountAdmin(this.principal);
     return key;
   }
 
@@ -356,13 +364,13 @@ export class ApiKeysService {
   }
 }
 
-/** Revocation by possession: every unrevoked key with one of these digests, recorded one by one. */
+/** Revocation by possession: every key with one of these digests that still works (not revoked, not expired), recorded one by one. */
 export async function revokeApiKeysByDigest(em: EntityManager, digests: readonly string[], at: Date = new Date()): Promise<number> {
   if (digests.length === 0) return 0;
   const rows = await em.execute<{ id: string; account_id: string; user_id: string | null; description: string | null }[]>(
-    `update api_keys set revoked_at = ? where revoked_at is null and token_digest in (${digests.map(() => '?').join(', ')})
+    `update api_keys set revoked_at = ? where revoked_at is null and (expires_at is null or expires_at > ?) and token_digest in (${digests.map(() => '?').join(', ')})
       returning id, account_id, user_id, description`,
-    [at, ...digests],
+    [at, at, ...digests],
   );
   for (const row of rows) {
     recordChange(em, {

@@ -47,18 +47,18 @@ async function auditActions(accountId: string, resourceId: string): Promise<stri
 }
 
 describe('createApiKey', () => {
-  test('an admin creates each kind; the secret is scannable, shown once, works at once, and the key is recorded with its creator', async () => {
+  test('an admin creates each account kind and their own USER key; the secret is scannable, shown once, works at once, and the key is recorded with its creator', async () => {
     const account = await h.createAccount();
     const admin = await h.createUser(account, { role: 'admin' });
     const member = await h.createUser(account);
     const expected = { ACCOUNT_FULL_ACCESS: 'accountApiKey', ACCOUNT_READ_ONLY: 'accountReadOnlyApiKey', USER: 'userApiKey' } as const;
     for (const kind of Object.keys(expected) as (keyof typeof expected)[]) {
-      const result = await create(admin.key, { kind, description: `for ${kind}`, ...(kind === 'USER' ? { userId: member.id } : {}) });
+      const result = await create(admin.key, { kind, description: `for ${kind}`, ...(kind === 'USER' ? { userId: admin.id } : {}) });
       expect(result.errors).toBeUndefined();
       const { secret, apiKey } = result.data.createApiKey;
       expect(scannableSecretKind(secret)).toBe(expected[kind]);
       expect(apiKey).toMatchObject({ kind, description: `for ${kind}`, status: 'ACTIVE', revokedAt: null, expiresAt: null, truncatedToken: secret.slice(-4), createdBy: { id: admin.id } });
-      expect(apiKey.user).toEqual(kind === 'USER' ? { id: member.id } : null);
+      expect(apiKey.user).toEqual(kind === 'USER' ? { id: admin.id } : null);
       const me = await h.rest('get', kind === 'USER' ? '/users/me' : `/users/${member.id}`, { key: { token: secret } });
       expect(me.status).toBe(200);
       expect(await auditActions(account.id, apiKey.id)).toEqual(['create']);
@@ -125,13 +125,29 @@ describe('createApiKey', () => {
     }
     expect(await rowCount(account.id)).toBe(before);
 
-    // The owner may; an admin may for a member and another admin; a first-party token with every scope may for its user.
+    // The owner may for themself; a first-party token with every scope may for its user.
     const owner = await h.graphql(CREATE, { input: { kind: 'USER', userId: account.ownerId } }, await bearer(account.ownerId, SCOPES));
     expect(owner.errors).toBeUndefined();
-    expect((await create(admin.key, { kind: 'USER', userId: member.id })).errors).toBeUndefined();
-    const otherAdmin = await h.createUser(account, { role: 'admin' });
-    expect((await create(admin.key, { kind: 'USER', userId: otherAdmin.id })).errors).toBeUndefined();
     expect((await create(await bearer(member.id, SCOPES), { kind: 'USER', userId: member.id })).errors).toBeUndefined();
+  });
+
+  test('nobody mints a key that acts as another person: not an admin for a member or another admin, not the owner, not an account key', async () => {
+    const account = await h.createAccount();
+    const admin = await h.createUser(account, { role: 'admin' });
+    const otherAdmin = await h.createUser(account, { role: 'admin' });
+    const member = await h.createUser(account);
+    const before = await rowCount(account.id);
+    const attempts: Array<[string, Credential, string]> = [
+      ['admin for a member', admin.key, member.id],
+      ['admin for another admin', admin.key, otherAdmin.id],
+      ['owner for an admin', await bearer(account.ownerId, SCOPES), admin.id],
+      ['full-access account key for a member', account.key, member.id],
+    ];
+    for (const [who, key, userId] of attempts) {
+      const result = await create(key, { kind: 'USER', userId });
+      expect([who, codeOf(result), result.errors?.[0]?.message]).toEqual([who, 'FORBIDDEN', 'A USER key acts as its user: only that user may create or roll one.']);
+    }
+    expect(await rowCount(account.id)).toBe(before);
   });
 
   test('another account\'s user is not found, and no key is written there', async () => {
@@ -222,7 +238,7 @@ describe('revokeApiKey', () => {
     expect(await auditActions(account.id, issued.apiKey.id)).toEqual(['create', 'revoke']);
   });
 
-  test('rights: another member, a read-only user (own key), a read-only account key, a token without credentials.write, another account may not; an admin may revoke the owner\'s', async () => {
+  test('rights: another member, a read-only user (own key), a read-only account key, a token without credentials.write, another account may not; an admin may revoke a member\'s, never the owner\'s or another admin\'s', async () => {
     const account = await h.createAccount();
     const member = await h.createUser(account);
     const other = await h.createUser(account);
@@ -243,9 +259,15 @@ describe('revokeApiKey', () => {
     expect((await h.graphql(REVOKE, { id: memberKey }, await bearer(member.id, ['credentials.write', 'users.read']))).errors).toBeUndefined();
     expect((await h.rest('get', '/users/me', { key: member.key })).status).toBe(401);
     const ownerKey = (await h.graphql(CREATE, { input: { kind: 'USER', userId: account.ownerId } }, await bearer(account.ownerId, SCOPES))).data.createApiKey;
-    const adminRevokes = await h.graphql(REVOKE, { id: ownerKey.apiKey.id }, admin.key);
-    expect(adminRevokes.data.revokeApiKey.apiKey.status).toBe('REVOKED');
-    expect((await h.rest('get', '/users/me', { key: { token: ownerKey.secret } })).status).toBe(401);
+    const otherAdmin = await h.createUser(account, { role: 'admin' });
+    const otherAdminKey = (await h.graphql(LIST, { userId: otherAdmin.id }, otherAdmin.key)).data.apiKeys.nodes[0].id;
+    for (const [whose, id, by] of [['the owner\'s', ownerKey.apiKey.id, admin.key], ['another admin\'s', otherAdminKey, admin.key], ['the owner\'s, by an account key', ownerKey.apiKey.id, account.key]] as const) {
+      expect([whose, codeOf(await h.graphql(REVOKE, { id }, by))]).toEqual([whose, 'FORBIDDEN']);
+    }
+    expect((await h.rest('get', '/users/me', { key: { token: ownerKey.secret } })).status).toBe(200);
+    expect((await h.rest('get', '/users/me', { key: otherAdmin.key })).status).toBe(200);
+    expect((await h.graphql(REVOKE, { id: otherAdminKey }, await bearer(account.ownerId, SCOPES))).errors).toBeUndefined();
+    expect((await h.rest('get', '/users/me', { key: otherAdmin.key })).status).toBe(401);
     expect((await h.graphql(REVOKE, { id: readOnlyOwnKey }, admin.key)).errors).toBeUndefined();
   });
 });

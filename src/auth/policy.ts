@@ -22,6 +22,7 @@ export const policy = {
    * For targets found only after a look-up; operations declare the same on the schema.
    */
   assertManagesAccountCredentials(principal: Principal, access: 'read' | 'write'): void {
+    if (access === 'write') this.assertManagesCredentials(principal);
     const scopes = scopesOf(principal);
     if (scopes && !scopes.has(`credentials.${access}`)) throw new ForbiddenError(`This OAuth token lacks the required scope: credentials.${access}`);
     if (!isAccountAdmin(principal)) throw new ForbiddenError('This action is limited to account owners, admins and account API keys.');
@@ -74,27 +75,40 @@ export const policy = {
   },
 
   /**
-   * Revoking or rolling a user's key: the user themself unless read-only or restricted, or an
-   * `account_admin` who may update users.
+   * Revoking a user's key: the user themself unless read-only or restricted; anyone else needs to be
+   * a full-access account admin who may update users, and the privilege order holds: another
+   * admin's keys are revoked only by the owner, the owner's by nobody else.
    */
-  assertMayManageApiKeysOf(principal: Principal, userId: string): void {
-    if (actingUserId(principal) === userId && isUserPrincipal(principal)) {
+  assertMayRevokeApiKeysOf(principal: Principal, holder: { id: string; role: UserRole }): void {
+    this.assertManagesCredentials(principal);
+    if (actingUserId(principal) === holder.id && isUserPrincipal(principal)) {
       if (!mayManageOwnKeys(principal.role)) throw new ForbiddenError(`A ${principal.role} may not manage API keys.`);
       return;
     }
     if (!isAccountAdmin(principal) || !canUpdateUser(principal)) {
-      throw new ForbiddenError('Only the user themself or an account owner, admin or full-access account key may manage a user\'s API keys.');
+      throw new ForbiddenError('Only the user themself or an account owner, admin or full-access account key may revoke a user\'s API keys.');
     }
+    if (holder.role === 'owner') throw new ForbiddenError('Only the account owner may revoke the owner\'s API keys.');
+    if (holder.role === 'admin' && !hasOwnerRights(principal)) throw new ForbiddenError('Only the admin themself or the account owner may revoke an admin\'s API keys.');
   },
 
   /**
-   * No credential mints one with more rights than its own. A key is limited by no scope, so a token
-   * needs every scope to mint one; an account key needs `account_admin` with `can_update_user` (a
-   * full-access key acts as an admin); a user key acts with its user's role, so one for another user
-   * needs `can_update_user`, and one for the owner only the owner themself may create.
+   * Whoever creates, rolls or revokes a credential: a credential that can write, and not a key
+   * rolled over and living out its grace period (it keeps working for what it did, and manages nothing).
+   */
+  assertManagesCredentials(principal: Principal): void {
+    this.assertCanWrite(principal);
+    if (principal.supersededAt) throw new ForbiddenError('This API key was rolled over: in its grace period it still works, but manages no credential. Use its successor.');
+  },
+
+  /**
+   * No credential mints one with more rights than its own, and nobody mints one that acts as
+   * another person. A key is limited by no scope, so a token needs every scope to mint one; an
+   * account key needs `account_admin` with `can_update_user` (a full-access key acts as an admin);
+   * a user key acts as its user, so only that user creates or rolls one (the operator may, with `accessctl`).
    */
   assertMayIssueApiKey(principal: Principal, kind: 'account_full_access' | 'account_read_only' | 'user', holder?: { id: string; role: UserRole }): void {
-    this.assertCanWrite(principal);
+    this.assertManagesCredentials(principal);
     assertHoldsEveryScope(principal, 'an API key');
     if (kind !== 'user') {
       if (!isAccountAdmin(principal) || !canUpdateUser(principal)) {
@@ -103,17 +117,15 @@ export const policy = {
       return;
     }
     if (!holder) throw new ForbiddenError('A USER key needs its user.');
-    if (actingUserId(principal) === holder.id && isUserPrincipal(principal)) {
-      if (!mayManageOwnKeys(principal.role)) throw new ForbiddenError(`A ${principal.role} may not create API keys.`);
-      return;
+    if (actingUserId(principal) !== holder.id || !isUserPrincipal(principal)) {
+      throw new ForbiddenError('A USER key acts as its user: only that user may create or roll one.');
     }
-    if (!canUpdateUser(principal)) throw new ForbiddenError('Creating an API key for another user requires the can_update_user permission.');
-    if (holder.role === 'owner') throw new ForbiddenError('Only the account owner may create an API key that acts as the owner.');
+    if (!mayManageOwnKeys(principal.role)) throw new ForbiddenError(`A ${principal.role} may not create API keys.`);
   },
 
   /** A provisioning token writes users (users.read, users.write) on /scim/v2: its creator must be able to. */
   assertMayIssueProvisioningToken(principal: Principal): void {
-    this.assertCanWrite(principal);
+    this.assertManagesCredentials(principal);
     const scopes = scopesOf(principal);
     if (scopes && !(scopes.has('users.read') && scopes.has('users.write'))) {
       throw new ForbiddenError('A provisioning token reads and writes users: creating one needs the users.read and users.write scopes.');
@@ -127,6 +139,11 @@ export const policy = {
     return actingUserId(principal) === userId;
   },
 };
+
+/** Owner rights over the API: the owner's own credential (the operator has them too, through `accessctl`). */
+export function hasOwnerRights(principal: Principal): boolean {
+  return isUserPrincipal(principal) && principal.role === 'owner';
+}
 
 /** Read-only roles only read; `restricted_access` holds no credentials of its own making. */
 function mayManageOwnKeys(role: UserRole): boolean {

@@ -19,6 +19,8 @@ interface PrincipalBase {
   rateLimitKey: string;
   /** When the credential stops working by itself (tokens); long-lived connections re-check it then. */
   expiresAt?: Date;
+  /** A key rolled over and living out its grace period: it works for what it did, and manages no credential. */
+  supersededAt?: Date;
   /** What the audit trail names actors by (their `summary`): the user's name, the key's or token's description, the app's name. */
   summaries?: { user?: string | null; credential?: string | null; app?: string | null };
 }

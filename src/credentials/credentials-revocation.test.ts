@@ -82,7 +82,7 @@ describe('revokeApiKey across instances', () => {
     viewer.subscribe('revoked', VIEWER_REVOKED);
     await sleep(100);
     const [key] = await a.database.em().execute<{ id: string }[]>('select id from api_keys where user_id = ?', [user.id]);
-    const rolled = await graphqlOnB('mutation($id: ID!) { rollApiKey(input: {id: $id, previousExpiresIn: 2}) { previous { expiresAt } } }', { id: key!.id }, secretOf(account.key));
+    const rolled = await graphqlOnB('mutation($id: ID!) { rollApiKey(input: {id: $id, previousExpiresIn: 2}) { previous { expiresAt } } }', { id: key!.id }, secretOf(user.key));
     const graceEnds = new Date(rolled.data.rollApiKey.previous.expiresAt).getTime();
     await sleep(500);
     expect(viewer.socket.readyState).toBe(viewer.socket.OPEN);

@@ -159,21 +159,24 @@ export async function revokeClientDelegations(em: EntityManager, clientId: strin
 }
 
 /**
- * Revocation by possession (`POST /credentials/revoke`): every issued delegation whose access token
+ * Revocation by possession (`POST /credentials/revoke`): every live delegation whose access token
  * (an operator-issued one), or whose grant's access, refresh or client-credentials token, has one
- * of these digests. Its tokens are refused from the commit on; each revocation is recorded.
+ * of these digests, counting only tokens that still work (unexpired, a refresh token not yet used):
+ * holding a dead token is no right to end the live grant. Its tokens are refused from the commit
+ * on; each revocation is recorded.
  */
 export async function revokeDelegationsHoldingTokens(em: EntityManager, digests: readonly string[], at: Date = new Date()): Promise<number> {
   if (digests.length === 0) return 0;
   const list = digests.map(() => '?').join(', ');
   const rows = await em.execute<RevokedGrantRow[]>(
     `update oauth_delegations set status = 'revoked', revoked_at = ?, revocation_reason = 'grant_revoked'
-      where status = 'issued'
+      where status = 'issued' and expires_at > ?
         and (access_token_digest in (${list})
           or grant_id in (select r.grant_id from oauth_server_records r
-                           where r.model in ('AccessToken', 'RefreshToken', 'ClientCredentials') and r.key_digest in (${list}) and r.grant_id is not null))
+                           where r.model in ('AccessToken', 'RefreshToken', 'ClientCredentials') and r.key_digest in (${list}) and r.grant_id is not null
+                             and (r.expires_at is null or r.expires_at > ?) and r.consumed_at is null))
       returning id, account_id, user_id, client_id, delegation_type`,
-    [at, ...digests, ...digests],
+    [at, at, ...digests, ...digests, at],
   );
   await grantsRevoked(em, rows, at);
   if (rows.length) delegationsRevoked.inc({ reason: 'grant_revoked' }, rows.length);

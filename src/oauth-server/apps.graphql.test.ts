@@ -65,7 +65,7 @@ async function appAudit(accountId: string, clientId: string): Promise<Array<{ ac
   });
 }
 
-async function register(member: Member, input: Record<string, unknown>, authorization = `Token token=${member.ownerKey}`) {
+async function register(member: Member, input: Record<string, unknown>, authorization = `Token token=${member.ownerUserKey}`) {
   return graphqlCall(first(), authorization, REGISTER, { input: { name: 'An app', redirectUris: [], ...input } });
 }
 
@@ -278,7 +278,7 @@ describe('updateOAuthApp', () => {
     const m = await newMember(fixture.database);
     const other = await newMember(fixture.database);
     const { app } = await registerApp(fixture.database, fixture.serverSecret, { accountId: m.accountId, kind: 'web', redirectUris: [WEB_REDIRECT], scopes: 'users.read' });
-    const update = (input: Record<string, unknown>, authorization = `Token token=${m.ownerKey}`) => graphqlCall(first(), authorization, UPDATE, { input: { clientId: app.clientId, ...input } });
+    const update = (input: Record<string, unknown>, authorization = `Token token=${m.ownerUserKey}`) => graphqlCall(first(), authorization, UPDATE, { input: { clientId: app.clientId, ...input } });
     const changed = await update({ name: 'Renamed', redirectUris: ['https://web.example.com/new'], scopes: ['users.read', 'users.write'] });
     expect(changed.data.updateOAuthApp.app).toMatchObject({ name: 'Renamed', redirectUris: ['https://web.example.com/new'], scope: 'users.read users.write' });
     expect(codeOf(await update({ name: 'Again', redirectUris: ['ftp://web.example.com/x'] }))).toBe('BAD_USER_INPUT');

@@ -4,15 +4,16 @@ import type { TransactionRunner } from '../db/transaction.js';
 import type { EntityManager } from '@mikro-orm/sql';
 import type { ClientMetadata } from 'oidc-provider';
 import { Account } from '../accounts/account.entity.js';
-import type { Principal } from '../auth/principal.js';
+import { isUserPrincipal, type Principal } from '../auth/principal.js';
+import { hasOwnerRights, policy } from '../auth/policy.js';
 import { mintSecret } from '../auth/secret-format.js';
 import { CREDENTIAL_SCOPES, isScope } from '../auth/scopes.js';
 import { scopesOf } from '../auth/principal.js';
 import { LockMode } from '@mikro-orm/core';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
-import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
+import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
 import { parseScopes, recordGrantDelegation, revokeClientDelegations, ISSUABLE_SCOPES } from '../oauth-delegations/oauth-delegation.service.js';
-import { APP_KINDS, OAuthApp, isAppKind, type AppKind } from './oauth-app.entity.js';
+import { APP_KINDS, CONSENTLESS_KINDS, OAuthApp, isAppKind, type AppKind } from './oauth-app.entity.js';
 import type { Sealer } from './sealing.js';
 
 export const APP_NAME_MAX = 100;
@@ -93,6 +94,16 @@ function redirectUriProblem(raw: string, kind: AppKind, production: boolean): st
   return `redirect-uri "${raw}" must use https (http only for localhost)`;
 }
 
+/**
+ * An app that signs people in without a consent page hands whoever controls its redirect URIs the
+ * tokens of everyone who opens its link: registering one, or giving it redirect URIs, scopes or its
+ * access back, takes owner rights (the owner's own credential, or the operator: no principal).
+ */
+function assertOwnerRightsFor(kind: AppKind, principal: Principal | undefined, what: string): void {
+  if (!CONSENTLESS_KINDS.has(kind) || principal === undefined || hasOwnerRights(principal)) return;
+  throw new ForbiddenError(`A ${kind} app signs people in without a consent page: only the account owner may ${what} one (or the operator, with accessctl apps).`);
+}
+
 export class AppsService {
   private readonly production: boolean;
 
@@ -143,6 +154,8 @@ export class AppsService {
   async create(options: CreateAppOptions): Promise<CreatedApp> {
     if (!isAppKind(options.kind)) throw new InvalidInputError(`kind must be one of ${APP_KINDS.join(', ')} (got "${options.kind}")`);
     const kind = options.kind;
+    if (options.principal) policy.assertManagesCredentials(options.principal);
+    assertOwnerRightsFor(kind, options.principal, 'register');
     const name = AppsService.validName(options.name);
     const redirectUris = this.redirectUrisFor(kind, options.redirectUris);
     const scopes = this.scopesFor(kind, options.scopes, options.principal);
@@ -160,6 +173,7 @@ export class AppsService {
         redirectUris,
         scope: scopes.join(' '),
         clientSecretSealed: clientSecret ? this.sealer.seal(clientSecret) : null,
+        registeredByUserId: options.principal && isUserPrincipal(options.principal) ? options.principal.userId : null,
       });
       await tx.persist(app).flush();
       recordChange(tx, {
@@ -211,7 +225,12 @@ export class AppsService {
    * sockets are re-checked); enabling gives back what was not revoked meanwhile.
    */
   async update(clientId: string, changes: AppChanges, by: { accountId?: string; principal?: Principal } = {}): Promise<OAuthApp> {
+    if (by.principal) policy.assertManagesCredentials(by.principal);
     const current = await this.get(clientId, by.accountId);
+    const widens = (changes.redirectUris !== undefined && changes.redirectUris.map((uri) => uri.trim()).join(' ') !== current.redirectUris.join(' '))
+      || (changes.scopes !== undefined && parseScopes(changes.scopes).join(' ') !== current.scope);
+    if (widens) assertOwnerRightsFor(current.kind, by.principal, 'change the redirect URIs or scopes of');
+    if (changes.disabled === false && current.disabledAt !== null) assertOwnerRightsFor(current.kind, by.principal, 're-enable');
     const name = changes.name !== undefined ? AppsService.validName(changes.name) : undefined;
     const redirectUris = changes.redirectUris !== undefined ? this.redirectUrisFor(current.kind, changes.redirectUris) : undefined;
     const scopes = changes.scopes !== undefined ? this.scopesFor(current.kind, changes.scopes, by.principal) : undefined;
@@ -256,7 +275,8 @@ export class AppsService {
    * seconds (0: not at all), so the app's servers can be redeployed with the new one meanwhile.
    * A secret rotated out earlier and still in its grace period ends now: at most two work at once.
    */
-  async rotateSecret(clientId: string, previousExpiresIn: number = PREVIOUS_SECRET_DEFAULT_SECONDS, by: { accountId?: string } = {}): Promise<{ app: OAuthApp; clientSecret: string }> {
+  async rotateSecret(clientId: string, previousExpiresIn: number = PREVIOUS_SECRET_DEFAULT_SECONDS, by: { accountId?: string; principal?: Principal } = {}): Promise<{ app: OAuthApp; clientSecret: string }> {
+    if (by.principal) policy.assertManagesCredentials(by.principal);
     if (!Number.isInteger(previousExpiresIn) || previousExpiresIn < 0 || previousExpiresIn > PREVIOUS_SECRET_MAX_SECONDS) {
       throw new InvalidInputError(`previousExpiresIn must be a whole number of seconds from 0 to ${PREVIOUS_SECRET_MAX_SECONDS}`);
     }
@@ -288,6 +308,7 @@ export class AppsService {
 
   /** Deletes the app and revokes every delegation it holds, in one transaction. */
   async delete(clientId: string, principal?: Principal, accountId?: string): Promise<{ app: OAuthApp; revokedDelegations: number }> {
+    if (principal) policy.assertManagesCredentials(principal);
     return this.transactions.run(this.em, async (tx) => {
       const app = await this.lockApp(tx, clientId, accountId);
       recordChange(tx, { accountId: app.account.id, action: 'delete', resource: { type: 'app', id: clientId, summary: app.name }, fields: [{ name: 'name', beforeValue: app.name }], revokesAccess: true });

@@ -156,6 +156,14 @@ async function approve(pages: InteractionPages, req: Request, res: Response, pro
   await finish(req, res, provider, { consent: existing ? {} : { grantId } }, true);
 }
 
+function hostOf(uri: string): string {
+  try {
+    return new URL(uri).host || uri;
+  } catch {
+    return uri;
+  }
+}
+
 /**
  * The consent step: the first-party web app is approved at once; the mobile and browser apps only
  * right after the user signed in in this flow, else the user confirms; any other app (a third
@@ -174,7 +182,12 @@ async function consentStep(pages: InteractionPages, req: Request, res: Response,
   }
   const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
   const scopes = [...new Set([...(missing.missingOIDCScope ?? []), ...Object.values(missing.missingResourceScopes ?? {}).flat()])];
-  return sendPage(res, 200, consentPage({ action, csrf: pages.csrfFor(interaction.uid), appName: app.name, scopes }));
+  // Where the answer goes and who put the app here: an app named like the product's own shows its real host and its registrar.
+  const redirectHost = hostOf(String(interaction.params.redirect_uri ?? ''));
+  const [registrar] = app.registeredByUserId
+    ? await pages.deps.database.em().execute<{ name: string; email: string }[]>('select name, email from users where id = ?', [app.registeredByUserId])
+    : [];
+  return sendPage(res, 200, consentPage({ action, csrf: pages.csrfFor(interaction.uid), appName: app.name, scopes, redirectHost, registeredBy: registrar ? `${registrar.name} <${registrar.email}>` : undefined }));
 }
 
 /** GET of the interaction's page: the sign-in form or the consent step, whichever the flow waits for. */

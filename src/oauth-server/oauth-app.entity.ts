@@ -5,6 +5,12 @@ import { Account } from '../accounts/account.entity.js';
 export const APP_KINDS = ['mobile', 'web', 'integration', 'third_party', 'spa'] as const;
 export type AppKind = (typeof APP_KINDS)[number];
 
+/**
+ * Kinds that sign people in without a consent page: the product's own web app always, its mobile and
+ * browser apps right after a sign-in in the same flow. Only owner rights register or widen them.
+ */
+export const CONSENTLESS_KINDS: ReadonlySet<AppKind> = new Set(['web', 'mobile', 'spa']);
+
 export function isAppKind(value: unknown): value is AppKind {
   return typeof value === 'string' && (APP_KINDS as readonly string[]).includes(value);
 }
@@ -17,7 +23,7 @@ export function isAppKind(value: unknown): value is AppKind {
  */
 @Entity({ tableName: 'oauth_apps' })
 export class OAuthApp {
-  [OptionalProps]?: 'createdAt' | 'clientSecretSealed' | 'disabledAt' | 'previousClientSecretSealed' | 'previousSecretExpiresAt';
+  [OptionalProps]?: 'createdAt' | 'clientSecretSealed' | 'disabledAt' | 'previousClientSecretSealed' | 'previousSecretExpiresAt' | 'registeredByUserId';
 
   @PrimaryKey({ type: 'string', length: 64 })
   clientId!: string;
@@ -54,4 +60,8 @@ export class OAuthApp {
 
   @Property({ type: 'Date', columnType: 'timestamptz(3)' })
   createdAt: Date = new Date();
+
+  /** The user whose credential registered the app; null when the operator did (or before this was kept). */
+  @Property({ type: 'string', length: 7, nullable: true })
+  registeredByUserId: string | null = null;
 }

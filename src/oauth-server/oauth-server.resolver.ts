@@ -181,7 +181,8 @@ export class OAuthServerResolver {
   @Authorized<Requirement>('credentials.write', 'write', 'account_admin')
   @Mutation(() => RegisterOAuthAppPayload, {
     description: 'Registers an app of the caller\'s account; a confidential one\'s secret is answered once. account_admin; a token needs credentials.write '
-      + 'and cannot give the app scopes it does not hold. Audited.',
+      + 'and cannot give the app scopes it does not hold. Apps that sign people in without a consent page (WEB, MOBILE, SPA) only with owner rights; '
+      + 'any other app shows every user a consent page naming it, its redirect host and who registered it. Audited.',
   })
   async registerOAuthApp(@Arg('input', () => RegisterOAuthAppInput, { description: 'The app to register: its name, kind, redirect URIs and scopes.' }) input: RegisterOAuthAppInput, @Ctx() context: Context): Promise<RegisterOAuthAppPayload> {
     const principal = requirePrincipal(context);
@@ -203,13 +204,14 @@ export class OAuthServerResolver {
   })
   async rotateOAuthAppSecret(@Arg('input', () => RotateOAuthAppSecretInput, { description: 'The app whose secret is replaced, and how long the old secret keeps working.' }) input: RotateOAuthAppSecretInput, @Ctx() context: Context): Promise<RotateOAuthAppSecretPayload> {
     const principal = requirePrincipal(context);
-    return appsService(context).rotateSecret(input.clientId, input.previousExpiresIn, { accountId: principal.accountId });
+    return appsService(context).rotateSecret(input.clientId, input.previousExpiresIn, { accountId: principal.accountId, principal });
   }
 
   @Authorized<Requirement>('credentials.write', 'write', 'account_admin')
   @Mutation(() => UpdateOAuthAppPayload, {
     description: 'Renames an app, replaces its redirect URIs or scopes, disables or enables it. Disabling refuses its tokens at once on every instance '
-      + 'and closes its live connections. account_admin; a token needs credentials.write. Audited.',
+      + 'and closes its live connections. account_admin; a token needs credentials.write; new redirect URIs or scopes for, or re-enabling, '
+      + 'an app without a consent page (WEB, MOBILE, SPA) only with owner rights. Audited.',
   })
   async updateOAuthApp(@Arg('input', () => UpdateOAuthAppInput, { description: 'The app to change and the fields to change (omitted fields stay).' }) input: UpdateOAuthAppInput, @Ctx() context: Context): Promise<UpdateOAuthAppPayload> {
     const principal = requirePrincipal(context);

@@ -56,13 +56,19 @@ ${options.error ? `<p class="error" role="alert">${escapeHtml(options.error)}</p
 ${viaProvider}${withPassword}`);
 }
 
-export function consentPage(options: { action: string; csrf: string; appName: string; scopes: readonly string[] }): string {
+/**
+ * A consent app's page: its name, the host the answer is sent to, who registered it (the account's
+ * operator when no user did), and what it will be able to do.
+ */
+export function consentPage(options: { action: string; csrf: string; appName: string; scopes: readonly string[]; redirectHost: string; registeredBy?: string }): string {
   const items = options.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code>: ${escapeHtml(SCOPE_DESCRIPTIONS[scope as keyof typeof SCOPE_DESCRIPTIONS] ?? scope)}</li>`).join('\n');
   return layout(`Allow ${options.appName}?`, `<h1>Allow ${escapeHtml(options.appName)}?</h1>
 <p><strong>${escapeHtml(options.appName)}</strong> is asking to act for you. It will be able to:</p>
 <ul>
 ${items}
 </ul>
+<p>If you allow it, you will be sent to <strong>${escapeHtml(options.redirectHost)}</strong>, which will hold this access.</p>
+<p>This app was registered in your account by ${options.registeredBy ? `<strong>${escapeHtml(options.registeredBy)}</strong>` : 'the account\'s operator'}. Allow it only if you expected it.</p>
 <form method="post" action="${escapeHtml(options.action)}">
 <input type="hidden" name="csrf" value="${escapeHtml(options.csrf)}">
 <button type="submit" name="decision" value="approve">Allow</button>

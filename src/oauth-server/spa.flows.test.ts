@@ -24,7 +24,7 @@ async function refreshTokenRows(clientId: string) {
 describe('a browser app (spa): public client, code + PKCE, exact redirect URIs, a web delegation of one day', () => {
   test('registered through GraphQL, it signs in with no secret; refresh tokens rotate and never outlive the day; signing out of the web app ends it', async () => {
     const m = await newMember(fixture.database);
-    const registered = await graphqlCall(first(), `Token token=${m.ownerKey}`, 'mutation($input: RegisterOAuthAppInput!) { registerOAuthApp(input: $input) { clientSecret app { clientId kind } } }', {
+    const registered = await graphqlCall(first(), `Token token=${m.ownerUserKey}`, 'mutation($input: RegisterOAuthAppInput!) { registerOAuthApp(input: $input) { clientSecret app { clientId kind } } }', {
       input: { name: 'Browser app', kind: 'SPA', redirectUris: [SPA_REDIRECT], scopes: ['openid', 'users.read', 'oauth_delegations.read'] },
     });
     expect(registered.errors).toBeUndefined();
@@ -115,7 +115,7 @@ describe('a browser app (spa): public client, code + PKCE, exact redirect URIs, 
 
 describe('the consent page', () => {
   test('describes every scope an app may ask for, audit_records.read and credentials.* included', () => {
-    const html = consentPage({ action: '/x', csrf: 'c', appName: 'Partner', scopes: [...ISSUABLE_SCOPES, 'offline_access'] });
+    const html = consentPage({ action: '/x', csrf: 'c', appName: 'Partner', scopes: [...ISSUABLE_SCOPES, 'offline_access'], redirectHost: 'partner.example' });
     for (const scope of [...ISSUABLE_SCOPES, 'offline_access']) {
       const description = SCOPE_DESCRIPTIONS[scope as keyof typeof SCOPE_DESCRIPTIONS];
       expect([scope, typeof description]).toEqual([scope, 'string']);

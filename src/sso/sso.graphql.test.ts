@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startHarness, type Harness } from '../../test/support/harness.js';
 import { samlKeyPair, samlMetadata, startOidcIdentityProvider } from '../../test/support/sso.js';
 import { fetchIssuerMetadata, isForbiddenAddress } from './sso.discovery.js';
+import { checkedDestination } from '../http/outbound-fetch.js';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { issueDelegation } from '../oauth-delegations/oauth-delegation.service.js';
 
 const CONFIGURE = `mutation($input: ConfigureSingleSignOnInput!) {
@@ -142,6 +145,25 @@ describe('the issuer\'s discovery document is fetched without SSRF', () => {
     }
     for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700::1111']) {
       expect([address, isForbiddenAddress(address)]).toEqual([address, false]);
+    }
+  });
+
+  test('the endpoints a discovery document names for the server to call pass the same guard: a token endpoint on a metadata or private address is refused', async () => {
+    const server = http.createServer((req, res) => {
+      const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ issuer, authorization_endpoint: `${issuer}/authorize`, token_endpoint: 'http://169.254.169.254/latest/meta-data', jwks_uri: `${issuer}/jwks` }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const refusal = (at: string, production: boolean) => fetchIssuerMetadata(at, { production }).then(() => 'fetched', (error: { details?: string[] }) => error.details?.join(' ') ?? 'error');
+      expect(await refusal(issuer, false)).toMatch(/token_endpoint http:\/\/169\.254\.169\.254\/latest\/meta-data cannot be called/);
+      // In production a named endpoint on a private address is refused like an issuer there.
+      const production = await checkedDestination('https://10.0.0.7/jwks', { production: true }).then(() => 'allowed', (error: Error) => error.message);
+      expect(production).toMatch(/private, loopback or link-local/);
+    } finally {
+      server.close();
     }
   });
 

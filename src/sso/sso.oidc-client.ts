@@ -1,6 +1,7 @@
 import * as oidc from 'openid-client';
 import { digestSecret } from '../auth/secrets.js';
 import { fetchIssuerMetadata } from './sso.discovery.js';
+import { guardedFetch } from '../http/outbound-fetch.js';
 import { oidcRedirectUri } from './sso.endpoints.js';
 import type { AssertedIdentity } from './sso.matching.js';
 import { REFUSED, Refusal, assertedEmail } from './sso.refusals.js';
@@ -51,10 +52,13 @@ export class OidcClient {
     // trusted because it came over TLS from the token endpoint (the library's default).
     // Plain http only for a provider on this machine (a test's); anything else must be https.
     const execute = isLoopback(issuer) ? [oidc.enableNonRepudiationChecks, oidc.allowInsecureRequests] : [oidc.enableNonRepudiationChecks];
-    // The same SSRF-guarded fetch as when the provider was configured: the issuer's host may resolve elsewhere since.
-    const config = fetchIssuerMetadata(settings.issuer, { production: this.production }).then((metadata) => {
+    // The same outbound guard as when the provider was configured, for the discovery document and
+    // for every call the library makes from it (token and key endpoints): hosts may resolve elsewhere since.
+    const outbound = { production: this.production };
+    const config = fetchIssuerMetadata(settings.issuer, outbound).then((metadata) => {
       const configuration = new oidc.Configuration(metadata as oidc.ServerMetadata, settings.clientId, undefined, auth);
       for (const apply of execute) apply(configuration);
+      configuration[oidc.customFetch] = (url, options) => guardedFetch(url, options, outbound);
       return configuration;
     });
     config.catch(() => this.discovered.delete(key));

@@ -16,6 +16,7 @@ import { sealersFor } from '../../src/oauth-server/provider.js';
 import { TEST_SETTINGS } from './harness.js';
 import { bootstrapAccount } from '../../src/accounts/bootstrap.js';
 import { Account } from '../../src/accounts/account.entity.js';
+import { AccountsService } from '../../src/accounts/accounts.service.js';
 import { User } from '../../src/users/user.entity.js';
 
 /** One server instance listening on an ephemeral port, so a real OAuth client can talk HTTP to it. */
@@ -206,7 +207,10 @@ export const PASSWORD = 'correct horse battery staple';
 
 export interface Member {
   accountId: string;
+  /** The account's full-access key (an account key: admin rights, not the owner's). */
   ownerKey: string;
+  /** A user key of the account's owner: owner rights. */
+  ownerUserKey: string;
   userId: string;
   email: string;
 }
@@ -219,7 +223,8 @@ export async function newMember(database: Database, role: 'user' | 'admin' = 'us
   const user = em.create(User, { account: em.getReference(Account, booted.account.id), name: `User ${suffix}`, email: `user-${suffix}@example.com`, timeZone: 'Etc/UTC', color: 'green', role });
   await em.persist(user).flush();
   await givePassword(database, user.id, PASSWORD);
-  return { accountId: booted.account.id, ownerKey: booted.apiKey, userId: user.id, email: user.email };
+  const ownerUserKey = await database.transactions.run(database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: booted.account.id, userId: booted.owner.id }));
+  return { accountId: booted.account.id, ownerKey: booted.apiKey, ownerUserKey: ownerUserKey.apiKey, userId: user.id, email: user.email };
 }
 
 /** A v2 REST call over HTTP. */

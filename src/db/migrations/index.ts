@@ -23,6 +23,7 @@ import { Migration20261125040100_audit_shared_context } from './Migration2026112
 import { Migration20261125070000_sign_in_sessions } from './Migration20261125070000_sign_in_sessions.js';
 import { Migration20261126030000_audit_batches } from './Migration20261126030000_audit_batches.js';
 import { Migration20261128070000_audit_roots_plain_insert } from './Migration20261128070000_audit_roots_plain_insert.js';
+import { Migration20261128130000_credential_rules } from './Migration20261128130000_credential_rules.js';
 import { Migration20261126020000_sso_privileged_sign_in } from './Migration20261126020000_sso_privileged_sign_in.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
@@ -52,4 +53,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261126020000_sso_privileged_sign_in', class: Migration20261126020000_sso_privileged_sign_in },
   { name: 'Migration20261126030000_audit_batches', class: Migration20261126030000_audit_batches },
   { name: 'Migration20261128070000_audit_roots_plain_insert', class: Migration20261128070000_audit_roots_plain_insert },
+  { name: 'Migration20261128130000_credential_rules', class: Migration20261128130000_credential_rules },
 ];

@@ -1,0 +1,100 @@
+import { describe, expect, test } from '@jest/globals';
+import * as client from 'openid-client';
+import { AccountsService } from '../accounts/accounts.service.js';
+import { Account } from '../accounts/account.entity.js';
+import { User } from '../users/user.entity.js';
+import { CookieJar, PASSWORD, browse, discover, formOf, givePassword, graphqlCall, newMember, registerApp, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
+
+/**
+ * Apps that sign people in without a consent page hand whoever controls their redirect URIs the
+ * tokens of everyone who opens their link: only owner rights register them or widen them. An app an
+ * admin registers is a consent app, whose page names its redirect host and who registered it.
+ */
+const fixture = useOAuthServers(1);
+const first = () => fixture.instances[0]!;
+const ATTACKER_REDIRECT = 'https://console-example.attacker.test/callback';
+const REGISTER = 'mutation($input: RegisterOAuthAppInput!) { registerOAuthApp(input: $input) { clientSecret app { clientId kind redirectUris } } }';
+const UPDATE = 'mutation($input: UpdateOAuthAppInput!) { updateOAuthApp(input: $input) { app { clientId redirectUris scope disabled } } }';
+const codeOf = (result: { errors?: Array<{ extensions?: { code?: string } }> }) => result.errors?.[0]?.extensions?.code;
+
+/** An admin of the member's account, with a password and a user key of their own. */
+async function adminOf(member: Member): Promise<{ id: string; email: string; key: string }> {
+  const em = fixture.database.em();
+  const admin = em.create(User, { account: em.getReference(Account, member.accountId), name: 'Mallory Admin', email: `mallory-${member.userId}@example.com`, timeZone: 'Etc/UTC', color: 'red', role: 'admin' });
+  await em.persist(admin).flush();
+  await givePassword(fixture.database, admin.id, PASSWORD);
+  const issued = await fixture.database.transactions.run(fixture.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: member.accountId, userId: admin.id }));
+  return { id: admin.id, email: admin.email, key: `Token token=${issued.apiKey}` };
+}
+
+async function appRow(clientId: string): Promise<{ redirect_uris: unknown; scope: string; disabled_at: Date | null }> {
+  const [row] = await fixture.database.em().execute<{ redirect_uris: unknown; scope: string; disabled_at: Date | null }[]>('select redirect_uris, scope, disabled_at from oauth_apps where client_id = ?', [clientId]);
+  return row!;
+}
+
+describe('registering apps that skip consent takes owner rights', () => {
+  test('an admin and a full-access account key may not register a WEB, MOBILE or SPA app; a consent app they may; the owner may', async () => {
+    const m = await newMember(fixture.database);
+    const admin = await adminOf(m);
+    for (const [kind, redirectUris] of [['WEB', [ATTACKER_REDIRECT]], ['MOBILE', ['com.example.app:/callback']], ['SPA', [ATTACKER_REDIRECT]]] as const) {
+      for (const authorization of [admin.key, `Token token=${m.ownerKey}`]) {
+        const refused = await graphqlCall(first(), authorization, REGISTER, { input: { name: 'Example Console', kind, redirectUris, scopes: ['openid', 'users.read'] } });
+        expect([kind, codeOf(refused)]).toEqual([kind, 'FORBIDDEN']);
+        expect(refused.errors![0].message).toContain('only the account owner');
+      }
+      const byOwner = await graphqlCall(first(), `Token token=${m.ownerUserKey}`, REGISTER, { input: { name: 'Example Console', kind, redirectUris, scopes: ['openid', 'users.read'] } });
+      expect([kind, byOwner.errors]).toEqual([kind, undefined]);
+    }
+    const consentApp = await graphqlCall(first(), admin.key, REGISTER, { input: { name: 'Partner', kind: 'THIRD_PARTY', redirectUris: [ATTACKER_REDIRECT], scopes: ['openid', 'users.read'] } });
+    expect(consentApp.errors).toBeUndefined();
+    const [{ n }] = await fixture.database.em().execute<{ n: string }[]>('select count(*) as n from oauth_apps where account_id = ? and kind in (\'web\', \'mobile\', \'spa\')', [m.accountId]);
+    expect(Number(n)).toBe(3);
+  });
+
+  test('an admin may not add a redirect URI or a scope to the account\'s web app, nor re-enable it; may rename and disable it', async () => {
+    const m = await newMember(fixture.database);
+    const admin = await adminOf(m);
+    const { app } = await registerApp(fixture.database, fixture.serverSecret, { accountId: m.accountId, kind: 'web', redirectUris: ['https://console.example.com/callback'], scopes: 'openid users.read' });
+    const update = (input: Record<string, unknown>, authorization = admin.key) => graphqlCall(first(), authorization, UPDATE, { input: { clientId: app.clientId, ...input } });
+    expect(codeOf(await update({ redirectUris: ['https://console.example.com/callback', ATTACKER_REDIRECT] }))).toBe('FORBIDDEN');
+    expect(codeOf(await update({ scopes: ['openid', 'users.read', 'credentials.write'] }))).toBe('FORBIDDEN');
+    expect(codeOf(await update({ redirectUris: [ATTACKER_REDIRECT] }, `Token token=${m.ownerKey}`))).toBe('FORBIDDEN');
+    expect(await appRow(app.clientId)).toMatchObject({ redirect_uris: ['https://console.example.com/callback'], scope: 'openid users.read', disabled_at: null });
+    expect((await update({ name: 'Console (old)', disabled: true })).errors).toBeUndefined();
+    expect(codeOf(await update({ disabled: false }))).toBe('FORBIDDEN');
+    expect((await appRow(app.clientId)).disabled_at).not.toBeNull();
+    expect((await update({ disabled: false, redirectUris: ['https://console.example.com/callback', 'https://console.example.com/other'] }, `Token token=${m.ownerUserKey}`)).errors).toBeUndefined();
+    expect(await appRow(app.clientId)).toMatchObject({ redirect_uris: ['https://console.example.com/callback', 'https://console.example.com/other'], disabled_at: null });
+  });
+});
+
+describe('an app an admin registers asks every user', () => {
+  test('the owner, signed in, opening the admin\'s link gets a consent page naming the app\'s redirect host and the admin, and no code without allowing', async () => {
+    const m = await newMember(fixture.database);
+    const admin = await adminOf(m);
+    const registered = await graphqlCall(first(), admin.key, REGISTER, { input: { name: 'Example Console', kind: 'THIRD_PARTY', redirectUris: [ATTACKER_REDIRECT], scopes: ['openid', 'users.read'] } });
+    const { clientId } = registered.data.registerOAuthApp.app;
+    const config = await discover(first().url, clientId, client.ClientSecretBasic(registered.data.registerOAuthApp.clientSecret));
+    const jar = new CookieJar();
+    const authorize = client.buildAuthorizationUrl(config, {
+      redirect_uri: ATTACKER_REDIRECT,
+      scope: 'openid users.read',
+      code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+      code_challenge_method: 'S256',
+      state: client.randomState(),
+    });
+    const signInPage = await browse(jar, authorize, ATTACKER_REDIRECT);
+    if (signInPage.kind !== 'page') throw new Error('expected the sign-in page');
+    const login = formOf(signInPage.html);
+    const [owner] = await fixture.database.em().execute<{ id: string; email: string }[]>('select id, email from users where account_id = ? and role = \'owner\'', [m.accountId]);
+    await givePassword(fixture.database, owner!.id, PASSWORD);
+    const consent = await browse(jar, new URL(login.action, first().url), ATTACKER_REDIRECT, { method: 'POST', form: { csrf: login.csrf, email: owner!.email, password: PASSWORD } });
+    expect(consent.kind).toBe('page');
+    if (consent.kind !== 'page') return;
+    expect(consent.html).toContain('console-example.attacker.test');
+    expect(consent.html).toContain(`Mallory Admin &#60;${admin.email}&#62;`);
+    // The owner's session is live now: opening the link again still asks, it never answers a code by itself.
+    const again = await browse(jar, authorize, ATTACKER_REDIRECT);
+    expect(again.kind).toBe('page');
+  });
+});
