@@ -1,6 +1,5 @@
 import DataLoader from 'dataloader';
-import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
-import type { Requirement } from '../auth/auth-checker.js';
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { policy } from '../auth/policy.js';
 import { readPath } from '../db/read-path.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
@@ -98,7 +97,6 @@ function usersLoader(context: Context): DataLoader<string, UserRow | null> {
 
 @Resolver(() => ApiKeyObject)
 export class ApiKeyResolver {
-  @Authorized<Requirement>('credentials.read')
   @Query(() => ApiKeyConnection, {
     description: 'API keys, newest first: the account\'s (account_admin), or with `userId` that user\'s (the user themself or account_admin). Never their secrets.',
   })
@@ -107,7 +105,6 @@ export class ApiKeyResolver {
     return connection(await apiKeysService(context).list(request), request, context);
   }
 
-  @Authorized<Requirement>('credentials.write', 'write')
   @Mutation(() => CreateApiKeyPayload, {
     description: 'Creates an API key; its secret is in the answer only. Account keys: owners, admins, full-access account keys. '
       + 'USER keys: the user themself (not read-only or restricted roles), or can_update_user for another user (the owner\'s only by the owner). '
@@ -118,7 +115,6 @@ export class ApiKeyResolver {
     return { apiKey: issued.apiKey, secret: issued.secret };
   }
 
-  @Authorized<Requirement>('credentials.write', 'write')
   @Mutation(() => RevokeApiKeyPayload, {
     description: 'Revokes an API key before answering: it is refused from the next request on, on every instance, and its open sockets close. '
       + 'Account keys: account_admin; USER keys: the user themself (not read-only or restricted) or an owner, admin or full-access account key.',
@@ -127,7 +123,6 @@ export class ApiKeyResolver {
     return { apiKey: await apiKeysService(context).revoke(input.id) };
   }
 
-  @Authorized<Requirement>('credentials.write', 'write')
   @Mutation(() => RollApiKeyPayload, {
     description: 'Replaces an ACTIVE API key by a new one (same kind, user, description, expiry); the old one keeps working for `previousExpiresIn` seconds. Same rights as creating the key.',
   })
@@ -151,13 +146,11 @@ export class ApiKeyResolver {
     return key.tokenTail;
   }
 
-  @Authorized<Requirement>('users.read')
   @FieldResolver(() => UserType, { nullable: true, description: 'For a USER key, the user it acts as (null for account keys, and once the user is deleted).' })
   user(@Root() key: ApiKey, @Ctx() context: Context): Promise<UserRow | null> | null {
     return key.userId ? usersLoader(context).load(key.userId) : null;
   }
 
-  @Authorized<Requirement>('users.read')
   @FieldResolver(() => UserType, { nullable: true, description: 'The user whose credential created the key; null when an account key or the operator CLI did (or the user is deleted).' })
   createdBy(@Root() key: ApiKey, @Ctx() context: Context): Promise<UserRow | null> | null {
     return key.createdByUserId ? usersLoader(context).load(key.createdByUserId) : null;
@@ -167,7 +160,6 @@ export class ApiKeyResolver {
 /** `User.apiKeys`: nullable, so a caller who may not see them loses that field only. */
 @Resolver(() => UserType)
 export class UserApiKeysResolver {
-  @Authorized<Requirement>('credentials.read')
   @FieldResolver(() => ApiKeyConnection, {
     nullable: true,
     description: 'The user\'s API keys, newest first. The user themself or account_admin (FORBIDDEN otherwise).',

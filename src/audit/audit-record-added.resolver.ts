@@ -1,5 +1,4 @@
-import { Arg, Authorized, Ctx, Field, ObjectType, registerEnumType, Resolver, Root, Subscription } from 'type-graphql';
-import type { Requirement } from '../auth/auth-checker.js';
+import { Arg, Ctx, Field, ObjectType, registerEnumType, Resolver, Root, Subscription } from 'type-graphql';
 import { InvalidInputError } from '../errors/domain-errors.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import { freshEventScope, requireLiveSession, type LiveMessage } from '../graphql/live-session.js';
@@ -82,7 +81,6 @@ function liveFilter(filter: AuditRecordFilterInput | null | undefined): AuditMat
 @Resolver(() => AuditRecordAddedEvent)
 export class AuditRecordAddedResolver {
   // Who may read the account's audit records (`auditRecords`) may follow them.
-  @Authorized<Requirement>('audit_records.read', 'can_update_user')
   @Subscription(() => AuditRecordAddedEvent, {
     description: 'Records appended to the account\'s audit trail from now on, as their changes commit, on any instance, in chain order. Owners, admins and full-access account keys. WebSocket only (graphql-ws).',
     subscribe: async ({ args, context }) => {

@@ -1,5 +1,4 @@
-import { Arg, Args, Authorized, Ctx, FieldResolver, ID, Query, Resolver, Root } from 'type-graphql';
-import type { Requirement } from '../auth/auth-checker.js';
+import { Arg, Args, Ctx, FieldResolver, ID, Query, Resolver, Root } from 'type-graphql';
 import { InvalidInputError } from '../errors/domain-errors.js';
 import { checkPageArgs } from '../graphql/connection.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
@@ -37,7 +36,6 @@ function connection(page: AuditPage, request: AuditPageRequest, context: Context
 
 @Resolver(() => AuditRecordType)
 export class AuditRecordResolver {
-  @Authorized<Requirement>('audit_records.read', 'can_update_user')
   @Query(() => AuditRecordConnection, {
     description: 'The account\'s audit records, newest first (default: the last 24 hours). Owners, admins and full-access account keys.',
   })
@@ -55,7 +53,6 @@ export class AuditRecordResolver {
 /** `User.auditRecords`: the users feature's type, extended here. */
 @Resolver(() => UserType)
 export class UserAuditRecordsResolver {
-  @Authorized<Requirement>('audit_records.read')
   @FieldResolver(() => AuditRecordConnection, {
     // Its rights differ from the user's: a FORBIDDEN here nulls this field, not the whole user.
     nullable: true,
@@ -71,7 +68,6 @@ export class UserAuditRecordsResolver {
 /** `Query.userAuditRecords` is what `GET /users/{id}/audit/records` executes: a user id that may be unknown (404), not a loaded user. */
 @Resolver()
 export class UserAuditRecordsQueryResolver {
-  @Authorized<Requirement>('audit_records.read')
   @Query(() => AuditRecordConnection, { description: 'Records of changes made to a user, newest first. The user themself or can_update_user; NOT_FOUND for unknown users.' })
   async userAuditRecords(@Arg('userId', () => ID, { description: 'The user whose records to list.' }) userId: string, @Args(() => UserAuditPageArgs) args: UserAuditPageArgs, @Ctx() context: Context) {
     const scope = { userId, since: args.since, until: args.until };

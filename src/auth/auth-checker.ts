@@ -1,12 +1,14 @@
-import type { AuthChecker } from 'type-graphql';
 import { ForbiddenError } from '../errors/domain-errors.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
+import type { AccessRow } from './access-table.js';
+import { policy } from './policy.js';
 import { canUpdateUser, isAccountAdmin, isReadOnly, scopesOf, type Principal } from './principal.js';
 import { isScope, type Scope } from './scopes.js';
 
 /**
- * What an operation or field declares with `@Authorized(...)`: OAuth scopes, plus the
- * target-independent permissions. Target-dependent rules (self or can_update_user) live in `policy`.
+ * What an operation's row requires of the credential before anything runs: OAuth scopes, plus the
+ * target-independent permissions. Target-dependent rules (self or can_update_user) are checked by
+ * `policy` once the target is read.
  */
 export type Requirement = Scope | 'write' | 'can_update_user' | 'account_admin';
 
@@ -34,8 +36,9 @@ export function assertRequirements(principal: Principal, requirements: readonly 
   }
 }
 
-/** The one auth checker: every `@Authorized` operation and field passes through here, on both faces. */
-export const authChecker: AuthChecker<Context, Requirement> = ({ context }, requirements) => {
-  assertRequirements(requirePrincipal(context), requirements);
-  return true;
-};
+/** The one check of an operation's row, on every face: an authenticated principal holding what the row requires. */
+export function assertAccess(row: AccessRow, context: unknown): void {
+  const principal = requirePrincipal(context as Context);
+  assertRequirements(principal, row.requires);
+  if (row.managesCredentials) policy.assertManagesCredentials(principal);
+}

@@ -1,7 +1,6 @@
 import DataLoader from 'dataloader';
-import { Arg, Authorized, Ctx, FieldResolver, Mutation, Resolver, Root } from 'type-graphql';
+import { Arg, Ctx, FieldResolver, Mutation, Resolver, Root } from 'type-graphql';
 import { URLScalar } from '../graphql/scalars.js';
-import type { Requirement } from '../auth/auth-checker.js';
 import { NotFoundError } from '../errors/domain-errors.js';
 import { actingUserId } from '../auth/principal.js';
 import type { BeforeAnswer } from '../graphql/before-answer.js';
@@ -64,19 +63,16 @@ const URL_RULE = 'Only for the user themself and for holders of can_update_user 
 /** Adds the calendar URLs to the `User` type, and the regeneration mutation. */
 @Resolver(() => UserType)
 export class CalendarFeedResolver {
-  @Authorized<Requirement>()
   @FieldResolver(() => URLScalar, { nullable: true, description: `The user's private iCal feed URL (https). ${URL_RULE}` })
   async httpCalUrl(@Root() user: User, @Ctx() context: Context): Promise<string> {
     return (await urlsFor(user, context)).http;
   }
 
-  @Authorized<Requirement>()
   @FieldResolver(() => URLScalar, { nullable: true, description: `The same feed as \`httpCalUrl\` with the webcal:// scheme. ${URL_RULE}` })
   async webCalUrl(@Root() user: User, @Ctx() context: Context): Promise<string> {
     return (await urlsFor(user, context)).webcal;
   }
 
-  @Authorized<Requirement>('users.write')
   @Mutation(() => RegenerateUserCalendarKeyPayload, {
     description: 'Replaces the user\'s private calendar key: the old feed URLs stop working at once. The user themself (any role) or a holder of can_update_user.',
   })

@@ -1,4 +1,4 @@
-import { Extensions, getMetadataStorage } from 'type-graphql';
+import { Extensions } from 'type-graphql';
 import { isObjectType, type GraphQLSchema } from 'graphql';
 
 const PLAIN_RESOLVER = 'plainResolver';
@@ -8,32 +8,20 @@ const PLAIN_RESOLVER = 'plainResolver';
  * installed on the built schema as the field's own GraphQL resolver. type-graphql's field
  * resolvers run a per-call pipeline (resolver data, container lookup, parameter mapping), which
  * a list page pays for every row and field: measured, the three URL fields of a 25-user page cost
- * about a sixth of executing the page. For derived values that need neither arguments,
- * middleware nor authorization. Works for any source that has the fields the function reads.
+ * about a sixth of executing the page. For derived values that need neither arguments nor
+ * middleware (a row of the access table still guards the field). Works for any source that has the fields the function reads.
  */
 export function PlainResolver<TSource, TContext>(resolve: (source: TSource, context: TContext) => unknown): MethodDecorator & PropertyDecorator {
   return Extensions({ [PLAIN_RESOLVER]: resolve });
 }
 
-/**
- * Installs the `PlainResolver`s of every object type, and refuses to start when an `@Authorized`
- * field would go unchecked: `simpleResolvers` types (read straight from the source) skip
- * type-graphql's authorization, so they must not carry such fields.
- */
+/** Installs the `PlainResolver`s of every object type as their fields' resolvers. */
 export function installPlainResolvers(schema: GraphQLSchema): void {
   for (const type of Object.values(schema.getTypeMap())) {
     if (!isObjectType(type)) continue;
     for (const field of Object.values(type.getFields())) {
       const resolve = field.extensions?.[PLAIN_RESOLVER] as ((source: unknown, context: unknown) => unknown) | undefined;
       if (resolve) field.resolve = (source, _args, context) => resolve(source, context);
-    }
-  }
-  const storage = getMetadataStorage();
-  for (const { target, fieldName } of storage.authorizedFields) {
-    const objectType = storage.objectTypes.find((candidate) => candidate.target === target);
-    const field = objectType && schema.getType(objectType.name);
-    if (isObjectType(field) && !field.getFields()[fieldName]?.resolve) {
-      throw new Error(`${objectType!.name}.${fieldName} is @Authorized but has no resolver to check it (simpleResolvers or PlainResolver)`);
     }
   }
 }

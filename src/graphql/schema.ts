@@ -2,20 +2,21 @@ import 'reflect-metadata';
 import { buildSchema, type NonEmptyArray } from 'type-graphql';
 import { lexicographicSortSchema, printSchema, type GraphQLObjectType, type GraphQLSchema } from 'graphql';
 import { DateTimeResolver } from 'graphql-scalars';
-import { authChecker } from '../auth/auth-checker.js';
+import { ACCESS_TABLE } from '../auth/access-table.js';
+import { assertAccess } from '../auth/auth-checker.js';
+import { installAccessChecks } from './access-checks.js';
 import { unboundedStringInputs } from './input-bounds.js';
 import { installPlainResolvers } from './plain-resolvers.js';
 import { contextOnlyPubSub } from './live-session.js';
 
 /**
- * The schema every face executes against, from the resolvers given (every feature's): refused when a
- * string input has no declared length bound.
+ * The schema every face executes against, from the resolvers given (every feature's), each operation
+ * guarded by its row of the access table: refused when a string input has no declared length bound,
+ * or an operation has no row.
  */
 export function buildAppSchema(resolvers: readonly Function[]): Promise<GraphQLSchema> {
   return buildSchema({
     resolvers: resolvers as NonEmptyArray<Function>,
-    authChecker,
-    authMode: 'error',
     validate: false,
     scalarsMap: [{ type: Date, scalar: DateTimeResolver }],
     pubSub: contextOnlyPubSub,
@@ -23,6 +24,7 @@ export function buildAppSchema(resolvers: readonly Function[]): Promise<GraphQLS
     const unbounded = unboundedStringInputs(schema);
     if (unbounded.length) throw new Error(`String inputs without a declared length bound (@MaxLength): ${unbounded.join(', ')}`);
     installPlainResolvers(schema);
+    installAccessChecks(schema, ACCESS_TABLE, assertAccess);
     describeRootTypes(schema);
     return schema;
   });

@@ -1,4 +1,4 @@
-import { Authorized, Ctx, Field, ObjectType, registerEnumType, Resolver, Root, Subscription } from 'type-graphql';
+import { Ctx, Field, ObjectType, registerEnumType, Resolver, Root, Subscription } from 'type-graphql';
 import type { Context } from '../graphql/context.js';
 import { requireLiveSession, type AccessRevocationReason, type ViewerAccessMessage } from '../graphql/live-session.js';
 
@@ -37,7 +37,6 @@ export class ViewerAccessRevokedEvent {
 @Resolver()
 export class ViewerAccessResolver {
   // Any credential may learn that its own access is gone: no scope or role is required.
-  @Authorized()
   @Subscription(() => ViewerAccessRevokedEvent, {
     description: 'Sent once when the credential of this connection stops working (revoked, expired, its user deleted or suspended, its app disabled); the socket then closes with 4403. A change that leaves the credential working (a changed role) is not sent here: the connection stays open, and subscriptions the viewer may no longer see end with FORBIDDEN. WebSocket only (graphql-ws).',
     subscribe: ({ context }) => requireLiveSession(context as Context).viewerAccessEvents(),

@@ -1,6 +1,5 @@
 import DataLoader from 'dataloader';
-import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
-import type { Requirement } from '../auth/auth-checker.js';
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { InvalidInputError } from '../errors/domain-errors.js';
 import { checkPageArgs } from '../graphql/connection.js';
 import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
@@ -94,7 +93,6 @@ function subscriptionsConnection(context: Context, service: NotificationSubscrip
 /** Root operations: the list (for callers holding only `subscribers.read`) and the two mutations. */
 @Resolver()
 export class NotificationSubscriptionsResolver {
-  @Authorized<Requirement>('subscribers.read')
   @Query(() => NotificationSubscriptionConnection, {
     description: 'A user\'s notification subscriptions, in subscription order (the same list as `User.notificationSubscriptions`, '
       + 'reachable with the `subscribers.read` scope alone). The user themself or can_update_user; NOT_FOUND for unknown users.',
@@ -105,7 +103,6 @@ export class NotificationSubscriptionsResolver {
     return subscriptionsConnection(context, service, args.userId, args);
   }
 
-  @Authorized<Requirement>('subscribers.write', 'write')
   @Mutation(() => CreateNotificationSubscriptionsPayload, {
     description: 'Subscribes a user to 1 to 100 distinct entities in one transaction; each gets SUCCESS, DUPLICATE or UNAUTHORIZED. '
       + 'The user themself or can_update_user.',
@@ -118,7 +115,6 @@ export class NotificationSubscriptionsResolver {
     return { subscriptions: attempts, createdSubscriptions: created };
   }
 
-  @Authorized<Requirement>('subscribers.write', 'write')
   @Mutation(() => RemoveNotificationSubscriptionsPayload, {
     description: 'Unsubscribes a user from 1 to 100 distinct entities in one transaction and counts the outcomes. The user themself or can_update_user.',
   })
@@ -134,7 +130,6 @@ export class NotificationSubscriptionsResolver {
 /** `User.notificationSubscriptions`: the users feature's type, extended here. */
 @Resolver(() => UserType)
 export class UserNotificationSubscriptionsResolver {
-  @Authorized<Requirement>('subscribers.read')
   @FieldResolver(() => NotificationSubscriptionConnection, {
     // Its rights differ from the user's: a FORBIDDEN here nulls this field, not the whole user.
     nullable: true,

@@ -1,5 +1,4 @@
-import { Args, ArgsType, Authorized, Ctx, Field, ID, Int, ObjectType, Query, Resolver } from 'type-graphql';
-import type { Requirement } from '../auth/auth-checker.js';
+import { Args, ArgsType, Ctx, Field, ID, Int, ObjectType, Query, Resolver } from 'type-graphql';
 import { InvalidInputError } from '../errors/domain-errors.js';
 import { checkPageArgs, connectionType } from '../graphql/connection.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
@@ -52,7 +51,6 @@ function toObject(entry: SubscribableEntry): SubscribableObject {
 
 @Resolver()
 export class SubscribablesResolver {
-  @Authorized<Requirement>('subscribers.read')
   @Query(() => SubscribableConnection, {
     description: 'The account\'s registry of subscribable entities, in name order, for a picker. Any member of the account may read it '
       + '(it names what may be subscribed to, nothing about users); a token needs subscribers.read.',

@@ -1,8 +1,7 @@
 import DataLoader from 'dataloader';
-import { Arg, Args, ArgsType, Authorized, Ctx, Field, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { DateTimeResolver } from 'graphql-scalars';
 import { URLScalar } from '../graphql/scalars.js';
-import type { Requirement } from '../auth/auth-checker.js';
 import { InvalidInputError } from '../errors/domain-errors.js';
 import { checkPageArgs } from '../graphql/connection.js';
 import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
@@ -85,7 +84,6 @@ function connection(page: DelegationPage, request: DelegationPageRequest, contex
 
 @Resolver(() => OAuthDelegationObject)
 export class OAuthDelegationResolver {
-  @Authorized<Requirement>('oauth_delegations.read')
   @Query(() => OAuthDelegationConnection, { description: 'A user\'s delegations, newest first. The user themself or can_update_user.' })
   async oauthDelegations(@Args(() => UserDelegationPageArgs) args: UserDelegationPageArgs, @Ctx() context: Context) {
     const request = pageRequest(args, context);
@@ -93,7 +91,6 @@ export class OAuthDelegationResolver {
     return connection(page, request, context);
   }
 
-  @Authorized<Requirement>('oauth_delegations.read')
   @Query(() => OAuthDelegationObject, {
     description: 'One delegation; with `userId`, it must be that user\'s (else NOT_FOUND). The user themself or can_update_user.',
   })
@@ -105,7 +102,6 @@ export class OAuthDelegationResolver {
     return oauthDelegationsService(context).get(id, userId ?? undefined);
   }
 
-  @Authorized<Requirement>('oauth_delegations.read', 'account_admin')
   @Query(() => OAuthDelegationRevocationRequestsStatus, {
     deprecationReason: REVOCATION_STATUS_DEPRECATION,
     description: 'Pending OAuth delegation revocation requests of the account: always none. Owners, admins and account API keys.',
@@ -116,7 +112,6 @@ export class OAuthDelegationResolver {
     return { pendingCount: 0, requestedAtEnd: requestedAtEnd ?? new Date() };
   }
 
-  @Authorized<Requirement>('oauth_delegations.write', 'write')
   @Mutation(() => DeleteOAuthDelegationsPayload, {
     description: 'Signs a user out of the mobile and/or web app: revokes their ISSUED delegations of those types before answering; '
       + 'their tokens are refused from the next request on. The user themself or can_update_user.',
@@ -131,7 +126,6 @@ export class OAuthDelegationResolver {
   }
 
   // No `write` requirement: revoking lowers access, so a read-only user may still end a grant they gave.
-  @Authorized<Requirement>('oauth_delegations.write')
   @Mutation(() => RevokeOAuthDelegationPayload, {
     description: 'Revokes one of a user\'s delegations, whatever its type (third-party apps\' grants are INTEGRATION delegations with a user), '
       + 'before answering: its access and refresh tokens are refused from the next request on. The user themself or can_update_user. '
@@ -163,7 +157,6 @@ export class OAuthDelegationResolver {
 /** `User.oauthDelegations`: batched across the users of one response (one query per distinct argument set). */
 @Resolver(() => UserType)
 export class UserOAuthDelegationsResolver {
-  @Authorized<Requirement>('oauth_delegations.read')
   @FieldResolver(() => OAuthDelegationConnection, {
     nullable: true,
     description: 'The user\'s OAuth delegations, newest first. The user themself or can_update_user (FORBIDDEN otherwise).',

@@ -1,6 +1,5 @@
-import { Arg, Authorized, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Resolver, Root, registerEnumType } from 'type-graphql';
+import { Arg, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Resolver, Root, registerEnumType } from 'type-graphql';
 import { DateTimeResolver } from 'graphql-scalars';
-import type { Requirement } from '../auth/auth-checker.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import { UserType } from '../users/user.type.js';
 import { SignInSessionsService, type SignInMethodKind, type SignInSessionView } from './sign-in-sessions.js';
@@ -76,7 +75,6 @@ function signInSessionsService(context: Context): SignInSessionsService {
 @Resolver(() => SignInSessionObject)
 export class SignInSessionResolver {
   // No `write` requirement: ending sessions lowers access, as revoking a delegation does.
-  @Authorized<Requirement>('oauth_delegations.write')
   @Mutation(() => RevokeSignInSessionsPayload, {
     description: 'Ends sign-in sessions of a user before answering: each browser whose session ended sees the sign-in page at its next authorization request. '
       + 'Delegations (and their tokens) stay. The user themself or can_update_user.',
@@ -92,7 +90,6 @@ export class SignInSessionResolver {
 /** `User.signInSessions`: nullable, so a caller who may not see them loses that field only. */
 @Resolver(() => UserType)
 export class UserSignInSessionsResolver {
-  @Authorized<Requirement>('oauth_delegations.read')
   @FieldResolver(() => [SignInSessionObject], {
     nullable: true,
     description: 'The user\'s live sign-in sessions, most recently active first. The user themself or can_update_user (FORBIDDEN otherwise).',

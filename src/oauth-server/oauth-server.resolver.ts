@@ -1,6 +1,5 @@
-import { Arg, Authorized, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root, registerEnumType } from 'type-graphql';
+import { Arg, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root, registerEnumType } from 'type-graphql';
 import { DateTimeResolver } from 'graphql-scalars';
-import type { Requirement } from '../auth/auth-checker.js';
 import { isUserPrincipal } from '../auth/principal.js';
 import { InvalidInputError } from '../errors/domain-errors.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
@@ -171,14 +170,12 @@ export class ChangeMyPasswordPayload {
 
 @Resolver(() => OAuthAppObject)
 export class OAuthServerResolver {
-  @Authorized<Requirement>('oauth_delegations.read', 'can_update_user')
   @Query(() => [OAuthAppObject], { description: 'The apps registered for this account, newest first. can_update_user; a token needs oauth_delegations.read.' })
   oauthApps(@Ctx() context: Context): Promise<OAuthApp[]> {
     const principal = requirePrincipal(context);
     return appsService(context).list(principal.accountId);
   }
 
-  @Authorized<Requirement>('credentials.write', 'write', 'account_admin')
   @Mutation(() => RegisterOAuthAppPayload, {
     description: 'Registers an app of the caller\'s account; a confidential one\'s secret is answered once. account_admin; a token needs credentials.write '
       + 'and cannot give the app scopes it does not hold. Apps that sign people in without a consent page (WEB, MOBILE, SPA) only with owner rights; '
@@ -197,7 +194,6 @@ export class OAuthServerResolver {
     return { app: created.app, clientSecret: created.clientSecret ?? null };
   }
 
-  @Authorized<Requirement>('credentials.write', 'write', 'account_admin')
   @Mutation(() => RotateOAuthAppSecretPayload, {
     description: 'Gives a confidential app a new client secret (answered once); the previous one keeps working for previousExpiresIn seconds. '
       + 'account_admin; a token needs credentials.write. Audited.',
@@ -207,7 +203,6 @@ export class OAuthServerResolver {
     return appsService(context).rotateSecret(input.clientId, input.previousExpiresIn, { accountId: principal.accountId, principal });
   }
 
-  @Authorized<Requirement>('credentials.write', 'write', 'account_admin')
   @Mutation(() => UpdateOAuthAppPayload, {
     description: 'Renames an app, replaces its redirect URIs or scopes, disables or enables it. Disabling refuses its tokens at once on every instance '
       + 'and closes its live connections. account_admin; a token needs credentials.write; new redirect URIs or scopes for, or re-enabling, '
@@ -224,7 +219,6 @@ export class OAuthServerResolver {
     return { app };
   }
 
-  @Authorized<Requirement>('credentials.write', 'write', 'account_admin')
   @Mutation(() => DeleteOAuthAppPayload, {
     description: 'Deletes an app and revokes every delegation it holds (its users\' sign-ins, an integration\'s account-wide one). '
       + 'account_admin; a token needs credentials.write. Audited.',
@@ -255,7 +249,6 @@ export class OAuthServerResolver {
     return new OAuthDelegationsService(context.em, requirePrincipal(context), context.transactions).accountWideOf(app.clientId);
   }
 
-  @Authorized<Requirement>('users.write', 'write')
   @Mutation(() => ChangeMyPasswordPayload, {
     description: 'Changes the calling user\'s own sign-in password. Needs a credential that may write the user: the user\'s API key (not a read-only role) '
       + 'or a first-party app\'s token with users.write (never a third-party app\'s or an integration\'s token). The current password is required '

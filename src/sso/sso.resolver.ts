@@ -1,6 +1,5 @@
-import { Arg, Authorized, Ctx, Field, InputType, Mutation, ObjectType, Query, Resolver, registerEnumType } from 'type-graphql';
+import { Arg, Ctx, Field, InputType, Mutation, ObjectType, Query, Resolver, registerEnumType } from 'type-graphql';
 import { DateTimeResolver } from 'graphql-scalars';
-import type { Requirement } from '../auth/auth-checker.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import { serviceProviderDetails } from './sso.service-provider.js';
 import { SsoService, ssoSecretSealer } from './sso.service.js';
@@ -137,13 +136,11 @@ async function singleSignOnOf(context: Context, accountId: string): Promise<Sing
 
 @Resolver()
 export class SsoResolver {
-  @Authorized<Requirement>('can_update_user')
   @Query(() => SingleSignOnObject, { description: 'The account\'s single sign-on: its identity provider (no secrets) and this service provider\'s own settings. can_update_user.' })
   async singleSignOn(@Ctx() context: Context): Promise<SingleSignOnObject> {
     return singleSignOnOf(context, requirePrincipal(context).accountId);
   }
 
-  @Authorized<Requirement>('credentials.write', 'write', 'account_admin')
   @Mutation(() => SingleSignOnPayload, {
     description: 'Configures (or replaces) the account\'s identity provider. An OIDC issuer\'s discovery document is fetched by the server first (SSRF-guarded); '
       + 'a SAML metadata document is parsed. account_admin; a token needs credentials.write. Audited. '
@@ -163,7 +160,6 @@ export class SsoResolver {
     return { singleSignOn: await singleSignOnOf(context, accountId) };
   }
 
-  @Authorized<Requirement>('credentials.write', 'write', 'account_admin')
   @Mutation(() => SingleSignOnPayload, {
     description: 'Removes the account\'s identity provider: its users sign in with passwords again. account_admin; a token needs credentials.write. Audited.',
   })

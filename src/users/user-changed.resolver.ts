@@ -1,7 +1,6 @@
 import DataLoader from 'dataloader';
-import { Arg, Authorized, Ctx, Field, FieldResolver, ID, Info, ObjectType, registerEnumType, Resolver, Root, Subscription } from 'type-graphql';
+import { Arg, Ctx, Field, FieldResolver, ID, Info, ObjectType, registerEnumType, Resolver, Root, Subscription } from 'type-graphql';
 import type { GraphQLResolveInfo } from 'graphql';
-import type { Requirement } from '../auth/auth-checker.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import { freshEventScope, requireLiveSession, type LiveMessage } from '../graphql/live-session.js';
 import { readPath } from '../db/read-path.js';
@@ -96,7 +95,6 @@ function userAtEvent(event: UserChangedEvent, context: Context): DataLoader<read
 
 @Resolver(() => UserChangedEvent)
 export class UserChangedResolver {
-  @Authorized<Requirement>('users.read')
   @Subscription(() => UserChangedEvent, {
     description: 'Changes of one user of the account, as they commit, on any instance; NOT_FOUND for deleted users and other accounts\' ids. WebSocket only (graphql-ws).',
     subscribe: async ({ args, context }) => {

@@ -1,6 +1,5 @@
-import { Arg, Args, ArgsType, Authorized, Ctx, Field, ID, Info, Int, Mutation, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, ID, Info, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { GraphQLResolveInfo } from 'graphql';
-import type { Requirement } from '../auth/auth-checker.js';
 import { checkPageArgs } from '../graphql/connection.js';
 import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
 import { MaxLength } from '../graphql/input-bounds.js';
@@ -71,19 +70,16 @@ export function usersService(context: Context): UsersService {
 
 @Resolver(() => UserType)
 export class UserResolver {
-  @Authorized<Requirement>('users.read')
   @Query(() => UserType, { description: 'The user the credential acts as; an account API key has none (BAD_USER_INPUT).' })
   viewer(@Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UserRow> {
     return userReads(context).viewer(selectedFieldNames(info));
   }
 
-  @Authorized<Requirement>('users.read')
   @Query(() => UserType, { description: 'A user of the account; NOT_FOUND for deleted users and other accounts\' ids.' })
   user(@Arg('id', () => ID, { description: 'The user\'s id.' }) id: string, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UserRow> {
     return userReads(context).get(id, selectedFieldNames(info));
   }
 
-  @Authorized<Requirement>('users.read')
   @Query(() => UserConnection, { description: 'Users of the account, ordered by name then id.' })
   async users(@Args(() => UsersArgs) args: UsersArgs, @Ctx() context: Context, @Info() info: GraphQLResolveInfo) {
     const offset = checkPageArgs(args, MAX_PAGE_SIZE);
@@ -102,25 +98,21 @@ export class UserResolver {
     });
   }
 
-  @Authorized<Requirement>('users.write', 'write', 'can_update_user')
   @Mutation(() => CreateUserPayload, { description: 'Creates a user of the account. can_update_user.' })
   async createUser(@Arg('input', () => CreateUserInput, { description: 'What to change: see the input type.' }) input: CreateUserInput, @Ctx() context: Context): Promise<CreateUserPayload> {
     return { user: await usersService(context).create(input) };
   }
 
-  @Authorized<Requirement>('users.write', 'write')
   @Mutation(() => UpdateUserPayload, { description: 'Users may change their own profile (not their role); can_update_user changes anyone, except that only the owner changes the owner\'s email and only that admin or the owner an admin\'s (a provisioning token, over SCIM, may change any). FORBIDDEN comes before any other answer.' })
   async updateUser(@Arg('input', () => UpdateUserInput, { description: 'What to change: see the input type.' }) input: UpdateUserInput, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UpdateUserPayload> {
     return { user: await usersService(context).update(input, selectedFieldNames(info, ['user'])) };
   }
 
-  @Authorized<Requirement>('users.write', 'write')
   @Mutation(() => UpdateUsersPayload, { description: 'All or nothing: one invalid element fails the whole call and changes nothing.' })
   async updateUsers(@Arg('input', () => UpdateUsersInput, { description: 'What to change: see the input type.' }) input: UpdateUsersInput, @Ctx() context: Context, @Info() info: GraphQLResolveInfo): Promise<UpdateUsersPayload> {
     return { users: await usersService(context).updateMany(input.users, selectedFieldNames(info, ['users'])) };
   }
 
-  @Authorized<Requirement>('users.write', 'write', 'can_update_user')
   @Mutation(() => DeleteUserPayload, { description: 'Revokes the user\'s keys and delegations, invalidates the calendar key and removes subscriptions, in one transaction.' })
   async deleteUser(@Arg('input', () => DeleteUserInput, { description: 'What to change: see the input type.' }) input: DeleteUserInput, @Ctx() context: Context): Promise<DeleteUserPayload> {
     await usersService(context).delete(input.id);

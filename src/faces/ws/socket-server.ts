@@ -252,7 +252,7 @@ async function subscribeGrouped(args: ExecutionArgs, origin: SubscriptionOrigin,
   const served = subscription ?? executedEach(source[Symbol.asyncIterator](), args);
   const reauthorize = async () => {
     if (served instanceof GroupedSubscription) served.key = keyNow();
-    // The check subscribe passed (the field's @Authorized through the one auth checker, then its resolver's own), in a context of its own.
+    // The check subscribe passed (the field's row of the access table, then its resolver's own), in a context of its own.
     const refusal = await refusalOf({ ...args, contextValue: subscriptionContext(connection, `${connection.id}/${id}`, origin.remoteAddress) });
     if (refusal !== undefined) served.fail(refusal);
   };
