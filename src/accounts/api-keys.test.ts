@@ -131,6 +131,18 @@ describe('createApiKey', () => {
     expect((await create(await bearer(member.id, SCOPES), { kind: 'USER', userId: member.id })).errors).toBeUndefined();
   });
 
+
+  test('another account\'s user is not found, and no key is written there', async () => {
+    const account = await h.createAccount();
+    const other = await h.createAccount();
+    const stranger = await h.createUser(other);
+    const before = await rowCount(other.id);
+    expect(codeOf(await create(account.key, { kind: 'USER', userId: stranger.id }))).toBe('NOT_FOUND');
+    expect(await rowCount(other.id)).toBe(before);
+  });
+});
+
+describe('createApiKey never acts as another person', () => {
   test('nobody mints a key that acts as another person: not an admin for a member or another admin, not the owner, not an account key', async () => {
     const account = await h.createAccount();
     const admin = await h.createUser(account, { role: 'admin' });
@@ -148,15 +160,6 @@ describe('createApiKey', () => {
       expect([who, codeOf(result), result.errors?.[0]?.message]).toEqual([who, 'FORBIDDEN', 'A USER key acts as its user: only that user may create or roll one.']);
     }
     expect(await rowCount(account.id)).toBe(before);
-  });
-
-  test('another account\'s user is not found, and no key is written there', async () => {
-    const account = await h.createAccount();
-    const other = await h.createAccount();
-    const stranger = await h.createUser(other);
-    const before = await rowCount(other.id);
-    expect(codeOf(await create(account.key, { kind: 'USER', userId: stranger.id }))).toBe('NOT_FOUND');
-    expect(await rowCount(other.id)).toBe(before);
   });
 });
 
