@@ -124,3 +124,13 @@ describe('revocation by possession acts on credentials that still work', () => {
     expect(row!.revoked_at).toBeNull();
   });
 });
+
+describe('POST /credentials/revoke draws on the address budget like every other route', () => {
+  test('its answer carries the ratelimit headers', async () => {
+    const answer = await h.rest('post', '/credentials/revoke', { body: { credentials: ['not-a-credential'] } });
+    expect(answer.status).toBe(202);
+    expect(Number(answer.headers['ratelimit-limit'])).toBeGreaterThan(0);
+    expect(answer.headers['ratelimit-remaining']).toMatch(/^\d+$/);
+    expect(answer.headers['ratelimit-reset']).toMatch(/^\d+$/);
+  });
+});

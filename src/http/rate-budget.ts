@@ -18,6 +18,11 @@ export async function drawBudget(rateLimiter: RateLimiter, key: string): Promise
 /** The budget key of a client address: requests without a valid credential, and routes outside the API. */
 export const addressBudgetKey = (address: string | undefined) => `address:${address}`;
 
+/** Every answer says where its budget stands, whichever budget it drew on. */
+function reportBudget(res: Response, decision: RateDecision): void {
+  res.set({ 'ratelimit-limit': String(decision.limit), 'ratelimit-remaining': String(decision.remaining), 'ratelimit-reset': String(decision.resetSeconds) });
+}
+
 function answerLimited(res: Response, decision: RateDecision, detail: string): void {
   res.set('Retry-After', String(decision.resetSeconds));
   faceOf(res).answer(res, new RateLimitedError(decision.resetSeconds, detail));
@@ -31,6 +36,7 @@ export function limitPerAddress(rateLimiter: RateLimiter) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     try {
       const decision = await drawBudget(rateLimiter, addressBudgetKey(req.ip));
+      reportBudget(res, decision);
       if (decision.allowed) return next();
       answerLimited(res, decision, `Rate limit of ${decision.limit} requests per minute from this address exceeded; retry in ${decision.resetSeconds} seconds.`);
     } catch (error) {
@@ -49,7 +55,7 @@ export function limitPerCredential(rateLimiter: RateLimiter) {
       const { authentication } = res.locals.context as Context;
       const key = authentication.status === 'authenticated' ? authentication.principal.rateLimitKey : addressBudgetKey(req.ip);
       const decision = await drawBudget(rateLimiter, key);
-      res.set({ 'ratelimit-limit': String(decision.limit), 'ratelimit-remaining': String(decision.remaining), 'ratelimit-reset': String(decision.resetSeconds) });
+      reportBudget(res, decision);
       if (decision.allowed) return next();
       answerLimited(res, decision, `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${decision.resetSeconds} seconds.`);
     } catch (error) {

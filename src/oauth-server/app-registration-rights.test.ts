@@ -3,6 +3,8 @@ import * as client from 'openid-client';
 import { AccountsService } from '../accounts/accounts.service.js';
 import { Account } from '../accounts/account.entity.js';
 import { User } from '../users/user.entity.js';
+import { AppsService } from './apps.service.js';
+import { sealersFor } from './provider.js';
 import { CookieJar, PASSWORD, browse, discover, formOf, givePassword, graphqlCall, newMember, registerApp, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
 
 /**
@@ -96,5 +98,48 @@ describe('an app an admin registers asks every user', () => {
     // The owner's session is live now: opening the link again still asks, it never answers a code by itself.
     const again = await browse(jar, authorize, ATTACKER_REDIRECT);
     expect(again.kind).toBe('page');
+  });
+});
+
+describe('redirect URIs no app may use', () => {
+  const service = (production: boolean) => new AppsService(fixture.database.em(), sealersFor(fixture.serverSecret).clientSecrets, fixture.database.transactions, { production });
+  const problem = (production: boolean, kind: string, uri: string) => service(production).create({ accountId: 'PNOTHER', name: 'x', kind, redirectUris: [uri] })
+    .then(() => 'registered', (error: { details?: string[] }) => error.details?.join(' ') ?? String(error));
+
+  test('a scheme that runs something where it lands is refused for every kind, the mobile app included', async () => {
+    for (const kind of ['mobile', 'web', 'spa', 'third_party']) {
+      for (const uri of ['javascript:alert(1)//', 'data:text/html,hi', 'vbscript:msgbox', 'file:///etc/passwd', 'blob:https://a.example/x']) {
+        expect([kind, uri, await problem(false, kind, uri)]).toEqual([kind, uri, expect.stringMatching(/scheme no app may use/)]);
+      }
+    }
+  });
+
+  test('in production, a loopback or private-network host is refused for every kind; development keeps loopback', async () => {
+    for (const kind of ['mobile', 'web', 'spa', 'third_party']) {
+      for (const uri of ['https://127.0.0.1/cb', 'https://localhost/cb', 'https://10.0.0.5/cb', 'https://[::1]/cb', 'https://169.254.169.254/cb', 'https://app.localhost/cb']) {
+        expect([kind, uri, await problem(true, kind, uri)]).toEqual([kind, uri, expect.stringMatching(/loopback or private-network host/)]);
+      }
+    }
+    expect(await problem(true, 'mobile', 'http://127.0.0.1:5555/cb')).toMatch(/loopback or private-network host/);
+    // Development: the refusal is about the account given here (none such), not the redirect URI.
+    expect(await problem(false, 'mobile', 'http://127.0.0.1:5555/cb')).toMatch(/account PNOTHER does not exist/);
+    expect(await problem(false, 'web', 'http://localhost:3000/cb')).toMatch(/account PNOTHER does not exist/);
+  });
+});
+
+describe('client-credentials tokens and a rotated secret', () => {
+  test('tokens issued with the secret a rotation replaced end when its grace period does, whenever they were issued', async () => {
+    const m = await newMember(fixture.database);
+    const { app, clientSecret } = await registerApp(fixture.database, fixture.serverSecret, { accountId: m.accountId, kind: 'integration', scopes: 'users.read' });
+    const tokenWith = async (secret: string) => (await client.clientCredentialsGrant(await discover(first().url, app.clientId, client.ClientSecretBasic(secret)), { scope: 'users.read' })).access_token;
+    const before = await tokenWith(clientSecret!);
+    const rotated = await graphqlCall(first(), `Token token=${m.ownerKey}`, 'mutation($input: RotateOAuthAppSecretInput!) { rotateOAuthAppSecret(input: $input) { clientSecret } }', { input: { clientId: app.clientId, previousExpiresIn: 2 } });
+    const fresh = rotated.data.rotateOAuthAppSecret.clientSecret as string;
+    const duringGrace = await tokenWith(clientSecret!);
+    const withNew = await tokenWith(fresh);
+    const answers = async () => Promise.all([before, duringGrace, withNew].map(async (token) => (await fetch(`${first().url}/users?limit=1`, { headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' } })).status));
+    expect(await answers()).toEqual([200, 200, 200]);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(await answers()).toEqual([401, 401, 200]);
   });
 });

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
+import { isForbiddenAddress } from '../http/outbound-fetch.js';
 import { recordChange, type ChangedField } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import type { EntityManager } from '@mikro-orm/sql';
@@ -65,11 +67,21 @@ export interface CreatedApp {
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+/** Schemes that run or read something where they land instead of delivering a code to an app. */
+const DANGEROUS_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:', 'filesystem:', 'view-source:', 'ws:', 'wss:', 'ftp:']);
+
+/** A host that is this machine or a private network: never where a production app's users are sent. */
+function isPrivateHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  return LOOPBACK_HOSTS.has(hostname) || host.endsWith('.localhost') || (isIP(host) !== 0 && isForbiddenAddress(host));
+}
 
 /**
  * Where each kind may send its users back: `web`, `spa` and `third_party` to https (http only on
  * loopback, and not in production); `mobile` to a private-use scheme, https, or a loopback http
- * address (any port, RFC 8252). Compared as exact strings; never a fragment or a wildcard.
+ * address (any port, RFC 8252; not in production). No kind to a scheme that runs something where
+ * it lands, and in production none to a loopback or private-network host. Compared as exact
+ * strings; never a fragment or a wildcard.
  */
 function redirectUriProblem(raw: string, kind: AppKind, production: boolean): string | undefined {
   let url: URL;
@@ -80,16 +92,17 @@ function redirectUriProblem(raw: string, kind: AppKind, production: boolean): st
   }
   if (url.hash || raw.includes('#')) return `redirect-uri "${raw}" must not have a fragment`;
   if (raw.includes('*')) return `redirect-uri "${raw}" must be exact (no wildcard)`;
+  if (DANGEROUS_SCHEMES.has(url.protocol)) return `redirect-uri "${raw}" uses a scheme no app may use`;
+  if (production && (url.protocol === 'http:' || url.protocol === 'https:') && isPrivateHost(url.hostname)) {
+    return `redirect-uri "${raw}" names a loopback or private-network host, which production apps may not use`;
+  }
   const loopback = LOOPBACK_HOSTS.has(url.hostname);
   if (kind === 'mobile') {
     if (url.protocol === 'http:' && !loopback) return `redirect-uri "${raw}": a mobile app uses a private-use scheme, https, or a loopback http address`;
-    if (url.protocol === 'javascript:' || url.protocol === 'data:' || url.protocol === 'file:') return `redirect-uri "${raw}" uses a scheme no app may use`;
     return undefined;
   }
   if (url.protocol === 'https:') return undefined;
-  if (url.protocol === 'http:' && loopback) {
-    return production ? `redirect-uri "${raw}" must use https (http on loopback is for development only)` : undefined;
-  }
+  if (url.protocol === 'http:' && loopback) return undefined;
   if (url.protocol !== 'http:') return `redirect-uri "${raw}": only a mobile app may use a custom scheme`;
   return `redirect-uri "${raw}" must use https (http only for localhost)`;
 }
@@ -291,6 +304,11 @@ export class AppsService {
         'update oauth_apps set client_secret_sealed = ?, previous_client_secret_sealed = ?, previous_secret_expires_at = ? where client_id = ?',
         [this.sealer.seal(clientSecret), previousExpiresAt ? sealed?.client_secret_sealed ?? null : null, previousExpiresAt, clientId],
       );
+      // Client-credentials tokens issued so far were issued with the secret being replaced: they end with its grace period.
+      await tx.execute(
+        `update oauth_server_records set expires_at = least(coalesce(expires_at, ?::timestamptz), ?::timestamptz) where model = 'ClientCredentials' and grant_id = ?`,
+        [previousExpiresAt ?? new Date(), previousExpiresAt ?? new Date(), clientCredentialsGrantId(clientId)],
+      );
       recordChange(tx, {
         accountId: app.account.id,
         action: 'update',
@@ -347,14 +365,14 @@ export async function clientMetadataFor(em: EntityManager, sealer: Sealer, clien
 }
 
 /**
- * The secret a rotation replaced, while its grace period lasts: what the authorization server
- * also accepts when the presented secret is not the current one.
+ * The secret a rotation replaced, while its grace period lasts, and when that ends: what the
+ * authorization server also accepts when the presented secret is not the current one.
  */
-export async function previousClientSecret(em: EntityManager, sealer: Sealer, clientId: string): Promise<string | undefined> {
-  const [row] = await em.execute<{ previous_client_secret_sealed: string | null }[]>(
-    `select previous_client_secret_sealed from oauth_apps
+export async function previousClientSecret(em: EntityManager, sealer: Sealer, clientId: string): Promise<{ secret: string; endsAt: Date } | undefined> {
+  const [row] = await em.execute<{ previous_client_secret_sealed: string | null; previous_secret_expires_at: Date | string }[]>(
+    `select previous_client_secret_sealed, previous_secret_expires_at from oauth_apps
       where client_id = ? and disabled_at is null and previous_secret_expires_at > now() and previous_client_secret_sealed is not null`,
     [clientId],
   );
-  return row?.previous_client_secret_sealed ? sealer.unseal(row.previous_client_secret_sealed) : undefined;
+  return row?.previous_client_secret_sealed ? { secret: sealer.unseal(row.previous_client_secret_sealed), endsAt: new Date(row.previous_secret_expires_at) } : undefined;
 }

@@ -162,7 +162,7 @@ function tokenLifetimes(): Configuration['ttl'] {
   return {
     AccessToken: LIFETIMES.accessToken,
     AuthorizationCode: LIFETIMES.authorizationCode,
-    ClientCredentials: LIFETIMES.accessToken,
+    ClientCredentials: (ctx) => clientCredentialsLifetime(ctx),
     // A browser app's refresh tokens rotate on every use and all end when its sign-in's day does.
     RefreshToken: (_ctx, token, client) => {
       if (!isBrowserApp(client)) return LIFETIMES.refreshToken;
@@ -185,6 +185,9 @@ function accountFinder(database: Database): Configuration['findAccount'] {
   };
 }
 
+/** The request's client authenticated with its previous secret, which ends then: its client-credentials tokens end no later. */
+const PREVIOUS_SECRET_ENDS_AT = Symbol('previous client secret ends at');
+
 /**
  * After a rotation the previous secret still authenticates the app until its grace period ends
  * (read from the database at each use, so every instance agrees and the end needs no restart).
@@ -194,8 +197,17 @@ function acceptPreviousClientSecret(provider: Provider, database: Database, clie
   provider.Client.prototype.compareClientSecret = async function compareClientSecret(this: InstanceType<Provider['Client']>, actual: string) {
     if (await compareCurrentSecret.call(this, actual)) return true;
     const previous = await previousClientSecret(database.em(), clientSecrets, this.clientId);
-    return previous !== undefined && typeof actual === 'string' && safeEqual(Buffer.from(previous), Buffer.from(actual));
+    const matches = previous !== undefined && typeof actual === 'string' && safeEqual(Buffer.from(previous.secret), Buffer.from(actual));
+    if (matches) Object.assign(Provider.ctx ?? {}, { [PREVIOUS_SECRET_ENDS_AT]: previous.endsAt });
+    return matches;
   };
+}
+
+/** A client-credentials token lives its usual time, but no longer than the secret that obtained it. */
+function clientCredentialsLifetime(ctx: KoaContextWithOIDC | undefined): number {
+  const endsAt = (ctx as { [PREVIOUS_SECRET_ENDS_AT]?: Date } | undefined)?.[PREVIOUS_SECRET_ENDS_AT];
+  if (!endsAt) return LIFETIMES.accessToken;
+  return Math.max(1, Math.min(LIFETIMES.accessToken, Math.floor((endsAt.getTime() - Date.now()) / 1000)));
 }
 
 /**
