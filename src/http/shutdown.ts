@@ -2,10 +2,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { Database } from '../db/database.js';
 import { flushLog, type Logger } from '../logging/logger.js';
-import type { App } from '../app/create-app.js';
+import type { StopOutcome } from './managed-server.js';
+
+/** What shutting down needs of the running app: drain, then stop within a grace period. */
+export interface Stoppable {
+  beginDraining(): void;
+  stop(graceMs?: number): Promise<StopOutcome>;
+}
 
 export interface ShutdownOptions {
-  app: Pick<App, 'beginDraining' | 'stop'>;
+  app: Stoppable;
   rateLimiter: RateLimiter;
   database: Database;
   logger: Logger;

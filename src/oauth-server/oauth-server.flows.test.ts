@@ -34,6 +34,8 @@ describe('discovery', () => {
       expect(metadata.code_challenge_methods_supported).toEqual(['S256']);
       expect(metadata.response_types_supported).toEqual(['code']);
       expect(metadata.grant_types_supported).toEqual(expect.arrayContaining(['authorization_code', 'refresh_token', 'client_credentials']));
+      // Only what is served end to end: no pushed authorization requests, no DPoP.
+      expect(Object.keys(metadata).filter((name) => /pushed_authorization|dpop/.test(name))).toEqual([]);
     }
     const jwks = await (await fetch(`${fixture.instances[0]!.url}/oauth/jwks`)).json() as { keys: Array<Record<string, unknown>> };
     expect(jwks.keys.length).toBeGreaterThanOrEqual(1);

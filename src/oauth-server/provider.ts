@@ -144,10 +144,17 @@ function apiResourceIndicators(database: Database, apiResource: string): NonNull
   };
 }
 
-/** The endpoints beyond authorization and token (client credentials, revocation, introspection, userinfo), and the API as the one resource; no development sign-in pages. */
+/**
+ * The endpoints beyond authorization and token (client credentials, revocation, introspection,
+ * userinfo), and the API as the one resource; no development sign-in pages. Discovery advertises
+ * only what is served end to end: pushed authorization requests and DPoP-bound tokens are not (the
+ * API checks no DPoP proof), so both are off and absent from the metadata.
+ */
 function featureSettings(database: Database, apiResource: string): Configuration['features'] {
   return {
     devInteractions: { enabled: false },
+    pushedAuthorizationRequests: { enabled: false },
+    dPoP: { enabled: false },
     clientCredentials: { enabled: true },
     // An app may revoke and introspect only the tokens issued to it.
     revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },

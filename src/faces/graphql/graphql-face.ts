@@ -1,5 +1,6 @@
 import type { ApolloServer } from '@apollo/server';
-import express, { type Express } from 'express';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { AuthenticationError } from '../../errors/domain-errors.js';
 import type { Context } from '../../graphql/context.js';
 import { classifyError } from '../../graphql/errors.js';
 import type { Face } from '../../http/face.js';
@@ -33,12 +34,31 @@ export interface GraphQLFaceOptions {
   trustedDocuments?: TrustedDocuments;
 }
 
-/** Mounts `/graphql` after the request context and the rate budget: screening, then Apollo. */
+/** Whether the request asks to run an operation (a browser's plain `GET /graphql` asks for the explorer page). */
+function runsAnOperation(req: Request): boolean {
+  return req.method !== 'GET' || req.query.query !== undefined || req.query.extensions !== undefined;
+}
+
+/**
+ * An operation needs a credential that works: a missing, unknown, revoked or expired one is HTTP 401
+ * with `WWW-Authenticate` before the document is read, whatever it asks (even `{ __typename }`), so
+ * a client's refresh logic keyed on 401 fires, as on REST.
+ */
+function credentialRequired(req: Request, res: Response, next: NextFunction): void {
+  const { authentication } = res.locals.context as Context;
+  if (authentication.status === 'authenticated' || !runsAnOperation(req)) return next();
+  const rejected = authentication.status === 'rejected';
+  res.set('WWW-Authenticate', rejected ? 'Bearer realm="api", error="invalid_token"' : 'Bearer realm="api"');
+  graphqlFace.answer(res, rejected ? authentication.error : new AuthenticationError());
+}
+
+/** Mounts `/graphql` after the request context and the rate budget: the credential, screening, then Apollo. */
 export function mountGraphQLFace(app: Express, options: GraphQLFaceOptions): void {
   app.use(
     GRAPHQL_PATH,
     inSequence(
       graphqlOperationScope(),
+      credentialRequired,
       express.json({ limit: '1mb' }),
       screenGraphQLRequest,
       ...(options.trustedDocuments ? [trustedDocumentsOnly(options.trustedDocuments)] : []),
