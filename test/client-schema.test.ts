@@ -28,7 +28,7 @@ describe('the schema: every part described, every field of a user page resolves 
   test('schema walk: every type, field, argument and enum value is described; every field of a user page and its connections resolves for an allowed caller', async () => {
     const { data } = await h.graphql(`{ __schema { types { name kind description
       fields(includeDeprecated: true) { name description args { name description } type { kind name ofType { kind name ofType { kind name ofType { kind name } } } } }
-      inputFields { name description } enumValues(includeDeprecated: true) { name description } } } }`);
+      inputFields { name description } enumValues(includeDeprecated: true) { name description } } } }`, {}, account.key);
     type Named = { name: string; description: string | null };
     type TypeRef = { kind: string; name: string | null; ofType: TypeRef | null };
     type Field = Named & { args: Named[]; type: TypeRef };
@@ -74,7 +74,7 @@ describe('the schema: every part described, every field of a user page resolves 
   });
 
   test('no connection declares a field that always errors: AuditRecordConnection has no totalCount; the others count', async () => {
-    const introspection = await h.graphql('{ __type(name: "AuditRecordConnection") { fields { name } } }');
+    const introspection = await h.graphql('{ __type(name: "AuditRecordConnection") { fields { name } } }', {}, account.key);
     expect(introspection.data.__type.fields.map((field: { name: string }) => field.name).sort()).toEqual(['edges', 'nodes', 'pageInfo']);
     const user = await h.createUser(account);
     const page = await h.graphql(

@@ -108,7 +108,7 @@ describe('GraphQL hardening', () => {
   });
 
   test('introspection can be switched off (the production default)', async () => {
-    const introspection = await h.graphql('{ __schema { queryType { name } } }');
+    const introspection = await h.graphql('{ __schema { queryType { name } } }', {}, (await h.createAccount()).key);
     expect(introspection.data).toBeUndefined();
     expect(introspection.errors?.[0].message).toMatch(/introspection/i);
   });

@@ -116,9 +116,10 @@ test('a deleted user\'s id is never issued again: a collision with the tombstone
 
 test('GraphQL over GET is refused without a CSRF-safe header, and introspection works', async () => {
   const agent = (await import('supertest')).default(h.app);
-  const csrf = await agent.get('/graphql?query=%7B__typename%7D').set('Accept', 'application/json');
+  const account = await h.createAccount();
+  const csrf = await agent.get('/graphql?query=%7B__typename%7D').set('Accept', 'application/json').set('Authorization', `Token token=${(account.key as { token: string }).token}`);
   expect(csrf.status).toBe(400);
-  const introspection = await h.graphql('{ __schema { queryType { name } } }');
+  const introspection = await h.graphql('{ __schema { queryType { name } } }', {}, account.key);
   expect(introspection.data.__schema.queryType.name).toBe('Query');
 });
 
