@@ -117,6 +117,20 @@ describe('configureSingleSignOn and disableSingleSignOn', () => {
   });
 });
 
+describe('the single sign-on page in a client cache', () => {
+  test('SingleSignOn has one id per account, the same before and after every change: a normalized cache updates the page a change answers', async () => {
+    const account = await harness.createAccount();
+    const other = await harness.createAccount();
+    const idOf = async (query: string, pick: (data: any) => { id: string }, variables: Record<string, unknown> = {}, key = account.key) => pick((await harness.graphql(query, variables, key)).data).id;
+    const shown = await idOf('{ singleSignOn { id } }', (data) => data.singleSignOn);
+    const configured = await idOf('mutation($input: ConfigureSingleSignOnInput!) { configureSingleSignOn(input: $input) { singleSignOn { id } } }', (data) => data.configureSingleSignOn.singleSignOn, { input: { saml: { metadataXml: samlMetadata('https://idp.example.test/cache', certificateBase64) } } });
+    const disabled = await idOf('mutation { disableSingleSignOn { singleSignOn { id } } }', (data) => data.disableSingleSignOn.singleSignOn);
+    expect(shown).toBeTruthy();
+    expect([configured, disabled]).toEqual([shown, shown]);
+    expect(await idOf('{ singleSignOn { id } }', (data) => data.singleSignOn, {}, other.key)).not.toBe(shown);
+  });
+});
+
 describe('the issuer\'s discovery document is fetched without SSRF', () => {
   test('in production, through the API: private, link-local and loopback issuers and plain http are refused before anything is written', async () => {
     const account = await production.createAccount();

@@ -1,4 +1,4 @@
-import { Arg, Ctx, Field, InputType, Mutation, ObjectType, Query, Resolver, registerEnumType } from 'type-graphql';
+import { Arg, Ctx, Field, ID, InputType, Mutation, ObjectType, Query, Resolver, registerEnumType } from 'type-graphql';
 import { DateTimeResolver } from 'graphql-scalars';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import { serviceProviderDetails } from './sso.service-provider.js';
@@ -71,6 +71,9 @@ export class SsoServiceProviderObject {
 
 @ObjectType('SingleSignOn', { description: 'The account\'s single sign-on: its identity provider and this service\'s side of it.' })
 export class SingleSignOnObject {
+  @Field(() => ID, { description: 'The account\'s single sign-on, one per account: the same id before and after every change, so a client cache updates the page a change answers.' })
+  id!: string;
+
   @Field(() => SsoIdentityProviderObject, { nullable: true, description: 'Null when the account has no identity provider.' })
   identityProvider!: SsoIdentityProviderObject | null;
 
@@ -131,7 +134,7 @@ function ssoService(context: Context): SsoService {
 
 async function singleSignOnOf(context: Context, accountId: string): Promise<SingleSignOnObject> {
   const identityProvider = await ssoService(context).show(accountId);
-  return { identityProvider, serviceProvider: serviceProviderDetails(context.runtime.urls.api, accountId) };
+  return { id: `sso-${accountId}`, identityProvider, serviceProvider: serviceProviderDetails(context.runtime.urls.api, accountId) };
 }
 
 @Resolver()
