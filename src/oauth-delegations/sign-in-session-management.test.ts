@@ -159,6 +159,11 @@ describe('revokeSignInSessions', () => {
     const body = typeof record!.body === 'string' ? JSON.parse(record!.body) : record!.body;
     expect(JSON.stringify(body)).toContain(firstId);
     expect(JSON.stringify(body)).toContain('sign_in_sessions');
+
+    // The answer names the sessions it ended, so a client can drop them from its page.
+    const secondId = ((await call(second.bearer, SESSIONS, { id: member.userId }, second.jar)).data.user.signInSessions as SessionView[]).find((session) => session.current)!.id;
+    const named = await call(`Token token=${member.ownerKey}`, 'mutation($input: RevokeSignInSessionsInput!) { revokeSignInSessions(input: $input) { revokedCount revokedSessionIds } }', { input: { userId: member.userId, ids: [secondId] } });
+    expect(named).toEqual({ data: { revokeSignInSessions: { revokedCount: 1, revokedSessionIds: [secondId] } } });
   });
 
   test('a code the ended session issued and nobody redeemed yet is refused', async () => {

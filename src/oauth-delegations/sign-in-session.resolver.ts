@@ -66,6 +66,9 @@ export class RevokeSignInSessionsInput {
 export class RevokeSignInSessionsPayload {
   @Field(() => Int, { description: 'How many sign-in sessions this call ended.' })
   revokedCount!: number;
+
+  @Field(() => [ID], { description: 'The ids of the sign-in sessions this call ended (`SignInSession.id`), so a client can drop them from its page; a session from before sessions were listed has none.' })
+  revokedSessionIds!: string[];
 }
 
 function signInSessionsService(context: Context): SignInSessionsService {
@@ -83,7 +86,8 @@ export class SignInSessionResolver {
     @Arg('input', () => RevokeSignInSessionsInput, { description: 'What to change: see the input type.' }) input: RevokeSignInSessionsInput,
     @Ctx() context: Context,
   ): Promise<RevokeSignInSessionsPayload> {
-    return { revokedCount: await signInSessionsService(context).revoke(input) };
+    const { count, sessionIds } = await signInSessionsService(context).revoke(input);
+    return { revokedCount: count, revokedSessionIds: sessionIds };
   }
 }
 

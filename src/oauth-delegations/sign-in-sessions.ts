@@ -167,9 +167,9 @@ export class SignInSessionsService {
   /**
    * Ends the named sessions of the user, or all of them (`allButCurrent` keeps the caller's own):
    * that browser's next `GET /oauth/authorize` shows the sign-in page, and the codes they issued
-   * that nobody redeemed yet are refused. Tokens live with their delegations, which stay. One audit record, marked `revokesAccess`. Answers how many ended.
+   * that nobody redeemed yet are refused. Tokens live with their delegations, which stay. One audit record, marked `revokesAccess`. Answers how many ended, and the ids of those it knew.
    */
-  async revoke(request: RevokeSignInSessionsRequest): Promise<number> {
+  async revoke(request: RevokeSignInSessionsRequest): Promise<{ count: number; sessionIds: string[] }> {
     policy.assertSelfOrUserManager(this.principal, request.userId);
     const ids = request.ids ?? undefined;
     if (ids && request.allButCurrent != null) throw new InvalidInputError('give either ids or allButCurrent, not both');
@@ -210,7 +210,7 @@ export class SignInSessionsService {
           revokesAccess: true,
         });
       }
-      return count;
+      return { count, sessionIds: endedIds };
     }, 'signInSessions.revoke');
   }
 }
