@@ -34,7 +34,7 @@ export function renderAccessTable(): string {
     '|---|---|---|---|---|',
   ];
   for (const [coordinate, row] of Object.entries(ACCESS_TABLE) as [string, AccessRow][]) {
-    const holds = [...row.requires.map((requirement) => `\`${requirement}\``), ...(row.managesCredentials ? ['not a rolled key in its grace period'] : [])].join(', ') || 'any credential';
+    const holds = [...row.requires.map((requirement) => `\`${requirement}\``), ...(row.managesCredentials ? ['not a rolled key in its grace period', 'a browser sign-in\'s token: a sign-in within `STEP_UP_MAX_AGE_SECONDS`'] : [])].join(', ') || 'any credential';
     const reachable = ['GraphQL', ...[...new Set(faces.get(coordinate) ?? [])]].join('<br>');
     lines.push(`| \`${coordinate}\` | ${reachable} | ${holds} | ${row.target} | ${cell(row.rule)} |`);
   }

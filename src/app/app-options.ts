@@ -14,12 +14,15 @@ import type { Logger } from '../logging/logger.js';
 import type { JobDeps } from './feature.js';
 import { features } from './features.js';
 
+/** A browser sign-in older than this manages no credential until the user signs in again (STEP_UP_MAX_AGE_SECONDS). */
+const DEFAULT_STEP_UP_MAX_AGE_SECONDS = 600;
+
 export type AppSettings = Pick<
   AppConfig,
   'publicApiUrl' | 'publicWebUrl' | 'publicFeedUrl' | 'apiVendor' | 'introspection' | 'landingPage' | 'corsOrigins' | 'graphqlMaxDepth' | 'graphqlMaxCost'
 > &
   /** Unset: the document is served, the page is not; no proxy is trusted. */
-  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'trustProxy' | 'auditRetentionDays' | 'nodeEnv' | 'graphqlTrustedDocuments'>>;
+  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'trustProxy' | 'auditRetentionDays' | 'nodeEnv' | 'graphqlTrustedDocuments' | 'stepUpMaxAgeSeconds'>>;
 
 export interface AppOptions {
   settings: AppSettings;
@@ -63,6 +66,7 @@ export function buildRuntime(settings: AppSettings, serverSecret: Buffer): Runti
     trustProxy: settings.trustProxy ?? false,
     serverSecret,
     production: settings.nodeEnv === 'production',
+    stepUpMaxAgeSeconds: settings.stepUpMaxAgeSeconds ?? DEFAULT_STEP_UP_MAX_AGE_SECONDS,
     cursors: new CursorCodec(deriveKey(serverSecret, 'pagination-cursor')),
     credentialResolvers: features.flatMap((feature) => feature.credentialResolvers ?? []),
     userDeletedHooks: features.flatMap((feature) => (feature.onUserDeleted ? [feature.onUserDeleted] : [])),

@@ -27,7 +27,10 @@ export interface AccessRow {
   requires: readonly Requirement[];
   /** How its target must relate to the actor (checked once the target is read). */
   target: TargetRule;
-  /** Credential management: a key rolled over in its grace period manages nothing; apps without consent need owner rights. */
+  /**
+   * Credential and single sign-on management: a key rolled over in its grace period manages nothing,
+   * and a token a browser sign-in obtained needs a recent sign-in (step-up).
+   */
   managesCredentials?: true;
   /** The rule in words, as security reviewers read it (docs/security.md renders the table). */
   rule: string;

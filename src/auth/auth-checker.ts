@@ -1,4 +1,4 @@
-import { ForbiddenError } from '../errors/domain-errors.js';
+import { ForbiddenError, StepUpRequiredError } from '../errors/domain-errors.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import type { AccessRow } from './access-table.js';
 import { policy } from './policy.js';
@@ -36,9 +36,21 @@ export function assertRequirements(principal: Principal, requirements: readonly 
   }
 }
 
-/** The one check of an operation's row, on every face: an authenticated principal holding what the row requires. */
+/**
+ * The one check of an operation's row, on every face: an authenticated principal holding what the
+ * row requires; for credential management, not a rolled key in its grace period, and with a token
+ * a browser sign-in obtained, a sign-in no older than STEP_UP_MAX_AGE_SECONDS (RFC 9470).
+ */
 export function assertAccess(row: AccessRow, context: unknown): void {
+  const { runtime } = context as Context;
   const principal = requirePrincipal(context as Context);
   assertRequirements(principal, row.requires);
-  if (row.managesCredentials) policy.assertManagesCredentials(principal);
+  if (!row.managesCredentials) return;
+  policy.assertManagesCredentials(principal);
+  if (principal.kind === 'oauth' && principal.browserSignIn) assertRecentSignIn(principal.browserSignIn.signedInAt, runtime.stepUpMaxAgeSeconds);
+}
+
+function assertRecentSignIn(signedInAt: Date | undefined, maxAgeSeconds: number): void {
+  if (signedInAt && Date.now() - signedInAt.getTime() <= maxAgeSeconds * 1000) return;
+  throw new StepUpRequiredError(maxAgeSeconds);
 }

@@ -48,6 +48,8 @@ export interface OAuthPrincipal extends PrincipalBase {
    * an integration's token is never trusted with the user's own secrets (their password).
    */
   firstParty?: boolean;
+  /** A token a browser sign-in obtained (the product's web, mobile or browser app): when that sign-in happened, if known. */
+  browserSignIn?: { signedInAt?: Date; sessionId?: string };
 }
 
 /** An app acting for its whole account (OAuth client credentials): no user, limited to its scopes. */

@@ -102,7 +102,7 @@ export function publicConfig(reader: ConfigReader, port: number): Pick<AppConfig
 }
 
 /** The server's secret, the metrics endpoint's token, and the rate limit with the Redis that shares it between instances. */
-export function securityConfig(reader: ConfigReader, production: boolean): Pick<AppConfig, 'secretKey' | 'metricsToken' | 'rateLimitPerMinute' | 'redisUrl' | 'redisCommandTimeoutMs'> {
+export function securityConfig(reader: ConfigReader, production: boolean): Pick<AppConfig, 'secretKey' | 'metricsToken' | 'rateLimitPerMinute' | 'stepUpMaxAgeSeconds' | 'redisUrl' | 'redisCommandTimeoutMs'> {
   const secretKey = reader.read('SECRET_KEY');
   if (secretKey !== undefined && secretKey.length < 32) reader.problems.push('SECRET_KEY must be at least 32 characters');
   if (production && secretKey === undefined) reader.problems.push('SECRET_KEY is required when NODE_ENV=production');
@@ -114,6 +114,7 @@ export function securityConfig(reader: ConfigReader, production: boolean): Pick<
     secretKey,
     metricsToken,
     rateLimitPerMinute: reader.integer('RATE_LIMIT_PER_MINUTE', 960, 1, 1_000_000),
+    stepUpMaxAgeSeconds: reader.integer('STEP_UP_MAX_AGE_SECONDS', 600, 1, 86_400),
     redisUrl,
     redisCommandTimeoutMs: reader.integer('REDIS_COMMAND_TIMEOUT_MS', 30, 5, 10_000),
   };

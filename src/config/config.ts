@@ -50,6 +50,8 @@ export interface AppConfig {
   /** AUDIT_CHAIN_KEY: keys the audit chain and its checkpoints; unset, derived from the server secret. */
   auditChainKey: string | undefined;
   rateLimitPerMinute: number;
+  /** How old a browser sign-in may be for managing credentials and single sign-on with its token (RFC 9470 step-up). */
+  stepUpMaxAgeSeconds: number;
   redisUrl: string | undefined;
   /** How long one Redis command may take before the in-memory insurance limiter answers instead. */
   redisCommandTimeoutMs: number;

@@ -7,6 +7,7 @@ export type ErrorKind =
   | 'missing_argument'
   | 'unprocessable'
   | 'unauthenticated'
+  | 'insufficient_user_authentication'
   | 'forbidden'
   | 'not_found'
   | 'rate_limited'
@@ -71,6 +72,16 @@ export class UnprocessableError extends DomainError {
 export class AuthenticationError extends DomainError {
   constructor(detail = 'A valid API key or OAuth access token is required.') {
     super('unauthenticated', 'Authentication failed', [detail]);
+  }
+}
+
+/**
+ * The credential works, but the sign-in behind it is older than the operation allows (RFC 9470
+ * step-up): the app signs the user in again (`max_age`) and retries with the new token.
+ */
+export class StepUpRequiredError extends DomainError {
+  constructor(readonly maxAgeSeconds: number) {
+    super('insufficient_user_authentication', 'Insufficient user authentication', [`This needs a sign-in from the last ${maxAgeSeconds} seconds: sign in again (max_age=${maxAgeSeconds}) and retry with the new token.`]);
   }
 }
 

@@ -2,6 +2,7 @@ import type { ErrorKind } from './domain-errors.js';
 
 export type GraphQLErrorCode =
   | 'UNAUTHENTICATED'
+  | 'INSUFFICIENT_USER_AUTHENTICATION'
   | 'FORBIDDEN'
   | 'NOT_FOUND'
   | 'BAD_USER_INPUT'
@@ -22,6 +23,8 @@ export const ERROR_TABLE: Record<ErrorKind, ErrorTranslation> = {
   missing_argument: { graphqlCode: 'BAD_USER_INPUT', httpStatus: 400, apiErrorCode: 2003 },
   unprocessable: { graphqlCode: 'BAD_USER_INPUT', httpStatus: 422, apiErrorCode: 2001 },
   unauthenticated: { graphqlCode: 'UNAUTHENTICATED', httpStatus: 401, apiErrorCode: 2006 },
+  // RFC 9470: the credential works but its sign-in is too old for this operation; 401 with a challenge naming max_age.
+  insufficient_user_authentication: { graphqlCode: 'INSUFFICIENT_USER_AUTHENTICATION', httpStatus: 401, apiErrorCode: 2006 },
   forbidden: { graphqlCode: 'FORBIDDEN', httpStatus: 403, apiErrorCode: 2010 },
   not_found: { graphqlCode: 'NOT_FOUND', httpStatus: 404, apiErrorCode: 2100 },
   not_acceptable: { graphqlCode: 'BAD_USER_INPUT', httpStatus: 406, apiErrorCode: 2001 },

@@ -1,5 +1,5 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
-import { DomainError, InvalidInputError, type ErrorKind, type FieldProblem } from '../errors/domain-errors.js';
+import { DomainError, InvalidInputError, StepUpRequiredError, type ErrorKind, type FieldProblem } from '../errors/domain-errors.js';
 import { ERROR_TABLE } from '../errors/error-table.js';
 import { isDatabaseUnavailable } from '../db/database-errors.js';
 import { QUERY_LIMIT_EXTENSION } from './limits.js';
@@ -25,6 +25,8 @@ export interface ClassifiedError {
   details: string[];
   /** Problems per input field (`extensions.fields`), when input values caused the error. */
   fields?: FieldProblem[];
+  /** A step-up's `max_age`: how recent a sign-in the operation needs (`extensions.maxAge`). */
+  maxAge?: number;
 }
 
 const INPUT_ERROR_CODES = new Set(['GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'BAD_USER_INPUT', 'BAD_REQUEST', 'OPERATION_RESOLUTION_FAILURE']);
@@ -53,7 +55,8 @@ export function classifyError(error: unknown): ClassifiedError {
   const original = originalOf(error);
   if (original instanceof DomainError) {
     const fields = original instanceof InvalidInputError && original.fields.length ? original.fields : undefined;
-    return { kind: original.kind, message: original.message, details: original.details, ...(fields ? { fields } : {}) };
+    const maxAge = original instanceof StepUpRequiredError ? original.maxAgeSeconds : undefined;
+    return { kind: original.kind, message: original.message, details: original.details, ...(fields ? { fields } : {}), ...(maxAge ? { maxAge } : {}) };
   }
   // A document the parser gave up on, or a variable a scalar could not coerce, is the client's
   // input whatever the parser or scalar tripped over (a stack overflow on a 10,000-level value).
@@ -92,6 +95,7 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
       ...(queryLimit ? { [QUERY_LIMIT_EXTENSION]: queryLimit } : {}),
       ...(classified.details.length > 1 ? { details: classified.details } : {}),
       ...(classified.fields ? { fields: classified.fields } : {}),
+      ...(classified.maxAge ? { maxAge: classified.maxAge } : {}),
     },
   };
 }

@@ -21,6 +21,8 @@ export interface Runtime {
   serverSecret: Buffer;
   /** NODE_ENV=production: loopback and private addresses are refused where development allows them (redirect URIs, an issuer's discovery). */
   production: boolean;
+  /** How old a browser sign-in may be for managing credentials and single sign-on with its token (RFC 9470 step-up). */
+  stepUpMaxAgeSeconds: number;
   cursors: CursorCodec;
   credentialResolvers: readonly CredentialResolver[];
   userDeletedHooks: readonly UserDeletedHook[];

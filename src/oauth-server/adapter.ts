@@ -15,6 +15,9 @@ interface RecordRow {
 
 type LookupColumn = 'key_digest' | 'uid_digest' | 'user_code_digest';
 
+/** Records that name the session that issued them (`sessionUid`). */
+const SESSION_BOUND_MODELS = new Set(['AuthorizationCode', 'AccessToken', 'RefreshToken']);
+
 /** The grant a record belongs to: a grant is its own; a client credentials token, its app's standing grant. */
 function grantIdOf(model: string, id: string, payload: AdapterPayload): string | null {
   if (model === 'Grant') return id;
@@ -37,8 +40,9 @@ async function upsertRecord(database: Database, sealer: Sealer, model: string, i
       grantIdOf(model, id, payload),
       // Not secret, and what the API's credential resolver needs without unsealing anything.
       typeof payload.scope === 'string' ? payload.scope : null,
-      // A code carries the uid of the session that issued it, so ending that session ends its codes too (`revokeSignInSessions`).
-      payload.uid ? digestSecret(payload.uid) : model === 'AuthorizationCode' && typeof payload.sessionUid === 'string' ? digestSecret(payload.sessionUid) : null,
+      // A code or token carries the uid of the session that issued it: ending that session ends its codes too
+      // (`revokeSignInSessions`), and a token knows its sign-in's time and session ("this device", step-up).
+      payload.uid ? digestSecret(payload.uid) : SESSION_BOUND_MODELS.has(model) && typeof payload.sessionUid === 'string' ? digestSecret(payload.sessionUid) : null,
       payload.userCode ? digestSecret(payload.userCode) : null,
       expiresAt,
       // Not secret: lets "sign this user out everywhere" find the user's sessions (`endUserAccess`, src/oauth-delegations/user-access.ts).

@@ -108,7 +108,6 @@ describe('registerOAuthApp', () => {
       { kind: 'INTEGRATION', redirectUris: [WEB_REDIRECT], scopes: ['users.read'] },
       { kind: 'WEB', redirectUris: [WEB_REDIRECT], scopes: ['users.read', 'admin.everything'] },
       { kind: 'THIRD_PARTY', redirectUris: [PARTNER_REDIRECT], scopes: ['users.read', 'credentials.read'] },
-      { kind: 'SPA', redirectUris: ['https://spa.example.com/cb'], scopes: ['credentials.write'] },
       { kind: 'WEB', name: ' ', redirectUris: [WEB_REDIRECT], scopes: ['users.read'] },
     ];
     for (const input of refused) {
@@ -118,6 +117,8 @@ describe('registerOAuthApp', () => {
     expect(await appCount(m.accountId)).toBe(0);
     // Loopback http is allowed outside production (these instances are not in production).
     expect((await register(m, { kind: 'WEB', redirectUris: ['http://localhost:3000/cb'], scopes: ['users.read'] })).errors).toBeUndefined();
+    // A browser settings app may manage credentials: its tokens need a recent sign-in for that (step-up) and last ten minutes.
+    expect((await register(m, { kind: 'SPA', redirectUris: ['https://spa.example.com/cb'], scopes: ['credentials.write'] })).errors).toBeUndefined();
   });
 
   test('who may: owner, admin, full-access key, an integration with credentials.write (never beyond its own scopes); who may not', async () => {

@@ -40,8 +40,12 @@ export function delegationTypeFor(kind: AppKind): 'mobile' | 'web' | 'integratio
   return kind === 'mobile' ? 'mobile' : kind === 'web' || kind === 'spa' ? 'web' : 'integration';
 }
 
-/** Kinds that may hold `credentials.*`: the product's own server-side and mobile apps and the account's integrations. */
-const CREDENTIAL_SCOPE_KINDS: ReadonlySet<AppKind> = new Set(['web', 'mobile', 'integration']);
+/**
+ * Kinds that may hold `credentials.*`: the product's own web, mobile and browser apps (their tokens
+ * manage credentials only with a recent sign-in, and a browser app's last ten minutes) and the
+ * account's integrations.
+ */
+const CREDENTIAL_SCOPE_KINDS: ReadonlySet<AppKind> = new Set(['web', 'mobile', 'spa', 'integration']);
 
 export interface CreateAppOptions {
   accountId: string;

@@ -17,6 +17,8 @@ interface FlowTokenRow {
   user_name: string | null;
   app_name: string | null;
   app_scope: string;
+  signed_in_at: Date | string | null;
+  session_id: string | null;
 }
 
 /**
@@ -33,11 +35,12 @@ export const flowTokenCredentials: CredentialResolver = {
     const at = now.toISOString();
     const [row] = await readPath(em).rows<FlowTokenRow>(
       `select r.model, r.scope, d.id as delegation_id, d.account_id, d.user_id, d.client_id, d.delegation_type, u.role, least(r.expires_at, d.expires_at) as expires_at,
-              u.name as user_name, a.name as app_name, a.scope as app_scope
+              u.name as user_name, a.name as app_name, a.scope as app_scope, s.signed_in_at, s.id as session_id
          from oauth_server_records r
          join oauth_delegations d on d.grant_id = r.grant_id and d.status = 'issued' and d.expires_at > ?
          join oauth_apps a on a.client_id = d.client_id and a.disabled_at is null
          left join users u on u.id = d.user_id and u.account_id = d.account_id and ${activeUser('u')}
+         left join sign_in_sessions s on s.session_uid_digest = r.uid_digest and s.user_id = d.user_id
         where r.model in ('AccessToken', 'ClientCredentials') and r.key_digest = ? and r.expires_at > ?`,
       [at, digest, at],
       { prepared: true },
@@ -71,6 +74,10 @@ export const flowTokenCredentials: CredentialResolver = {
       scopes,
       // A third-party app's grant is recorded as an `integration` delegation acting as the user.
       firstParty: row.delegation_type === 'mobile' || row.delegation_type === 'web',
+      // The product's own apps' tokens come from a browser sign-in (the browser app's are `web` delegations); the token remembers its session.
+      ...(row.delegation_type === 'mobile' || row.delegation_type === 'web'
+        ? { browserSignIn: { ...(row.signed_in_at ? { signedInAt: new Date(row.signed_in_at) } : {}), ...(row.session_id ? { sessionId: row.session_id } : {}) } }
+        : {}),
       rateLimitKey: `user:${row.user_id}`,
       expiresAt: new Date(row.expires_at),
     };

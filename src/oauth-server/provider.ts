@@ -44,6 +44,8 @@ export const LIFETIMES = {
    * it began, whatever happens: a token kept in a browser lives a day at most (OAuth browser-based apps BCP).
    */
   browserSignIn: 24 * 3600,
+  /** A browser app's access tokens: short, since one may manage credentials and sits in a browser. */
+  browserAccessToken: 10 * 60,
 };
 
 /**
@@ -138,7 +140,7 @@ function apiResourceIndicators(database: Database, apiResource: string): NonNull
         scope: SCOPES.filter((scope) => allowed.has(scope)).join(' '),
         audience: apiResource,
         accessTokenFormat: 'opaque',
-        accessTokenTTL: LIFETIMES.accessToken,
+        accessTokenTTL: isBrowserApp(client) ? LIFETIMES.browserAccessToken : LIFETIMES.accessToken,
       };
     },
   };
@@ -167,7 +169,7 @@ function featureSettings(database: Database, apiResource: string): Configuration
 /** How long each kind of the library's records lives (`LIFETIMES`). */
 function tokenLifetimes(): Configuration['ttl'] {
   return {
-    AccessToken: LIFETIMES.accessToken,
+    AccessToken: (_ctx, _token, client) => (isBrowserApp(client) ? LIFETIMES.browserAccessToken : LIFETIMES.accessToken),
     AuthorizationCode: LIFETIMES.authorizationCode,
     ClientCredentials: (ctx) => clientCredentialsLifetime(ctx),
     // A browser app's refresh tokens rotate on every use and all end when its sign-in's day does.

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import * as client from 'openid-client';
-import { createApp, type App } from '../../src/app/create-app.js';
+import { createApp, type App, type AppSettings } from '../../src/app/create-app.js';
 import { createRateLimiter, type RateLimiter } from '../../src/auth/rate-limit.js';
 import type { Database } from '../../src/db/database.js';
 import { openTestDatabase } from './database.js';
@@ -34,7 +34,7 @@ export interface Instance {
  * N instances on one database and one server secret, all answering for the same issuer (the first
  * instance's URL), as instances behind one load balancer would.
  */
-export async function startInstances(database: Database, count: number, logs: string[]): Promise<{ instances: Instance[]; serverSecret: Buffer; stop(): Promise<void> }> {
+export async function startInstances(database: Database, count: number, logs: string[], settings: Partial<AppSettings> = {}): Promise<{ instances: Instance[]; serverSecret: Buffer; stop(): Promise<void> }> {
   const serverSecret = randomBytes(32);
   const sink = new Writable({ write(chunk, _encoding, done) { logs.push(String(chunk)); done(); } });
   const logger = createLogger({ logLevel: 'debug' }, sink);
@@ -48,7 +48,7 @@ export async function startInstances(database: Database, count: number, logs: st
   const instances: Instance[] = [];
   for (const server of servers) {
     const rateLimiter = createRateLimiter({ perMinute: 1_000_000, logger });
-    const app = await createApp({ settings: { ...TEST_SETTINGS, publicApiUrl: issuer }, database, logger, serverSecret, rateLimiter });
+    const app = await createApp({ settings: { ...TEST_SETTINGS, ...settings, publicApiUrl: issuer }, database, logger, serverSecret, rateLimiter });
     server.on('request', app.app);
     await new Promise<void>((resolve) => app.httpServer.listen(0, '127.0.0.1', resolve));
     // Live updates (WebSocket upgrades on /graphql) are served by the app's own server's upgrade handler.
@@ -252,12 +252,12 @@ export interface OAuthFixture {
 }
 
 /** A test file's own database and two instances on it (filled in by beforeAll, closed by afterAll). */
-export function useOAuthServers(count = 2): OAuthFixture {
+export function useOAuthServers(count = 2, settings: Partial<AppSettings> = {}): OAuthFixture {
   const fixture = { logs: [] as string[] } as OAuthFixture;
   let stop: (() => Promise<void>) | undefined;
   beforeAll(async () => {
     fixture.database = await openTestDatabase();
-    const started = await startInstances(fixture.database, count, fixture.logs);
+    const started = await startInstances(fixture.database, count, fixture.logs, settings);
     fixture.instances = started.instances;
     fixture.serverSecret = started.serverSecret;
     stop = started.stop;

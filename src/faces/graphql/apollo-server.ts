@@ -98,6 +98,12 @@ function failuresReported(log: FailureLog): ApolloServerPlugin<Context> {
           for (const error of errors ?? []) {
             if (error.extensions?.code === 'INTERNAL_SERVER_ERROR') (error.extensions as Record<string, unknown>).requestId = contextValue.requestId;
           }
+          const stepUp = errors?.find((error) => error.extensions?.code === 'INSUFFICIENT_USER_AUTHENTICATION');
+          if (stepUp) {
+            // RFC 9470: the challenge says how recent a sign-in the operation needs; the app signs in again with that max_age.
+            response.http.status = 401;
+            response.http.headers.set('www-authenticate', `Bearer error="insufficient_user_authentication", error_description="A more recent sign-in is required", max_age=${Number(stepUp.extensions?.maxAge)}`);
+          }
           if (!errors?.some((error) => error.extensions?.code === 'SERVICE_UNAVAILABLE')) return;
           response.http.headers.set('retry-after', '1');
           if (!data || Object.values(data).every((value) => value === null)) response.http.status = 503;
