@@ -1,4 +1,6 @@
 import { Field, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
+import type { Context } from '../graphql/context.js';
+import { PlainResolver } from '../graphql/plain-resolvers.js';
 import { DateTimeResolver } from 'graphql-scalars';
 import { connectionType } from '../graphql/connection.js';
 import type { DelegationStatus, DelegationType, OAuthDelegation } from './oauth-delegation.entity.js';
@@ -68,6 +70,10 @@ export class OAuthDelegationObject implements Partial<Record<keyof OAuthDelegati
 
   @Field(() => DateTimeResolver, { nullable: true, description: 'When it was revoked; null while ISSUED.' })
   revokedAt!: Date | null;
+
+  @PlainResolver<{ id: string }, Context>((delegation, context) => context.authentication.status === 'authenticated' && context.authentication.principal.kind === 'oauth' && context.authentication.principal.credentialId === delegation.id)
+  @Field(() => Boolean, { description: 'True for the delegation behind the token making this request ("this device"); false for every other, and for requests made with an API key.' })
+  current!: boolean;
 }
 
 export const OAuthDelegationConnection = connectionType<OAuthDelegation>('OAuthDelegation', () => OAuthDelegationObject);

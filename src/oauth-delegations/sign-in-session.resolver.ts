@@ -46,7 +46,7 @@ export class SignInSessionObject {
   @Field(() => String, { nullable: true, description: 'The address the browser signed in from, as the service derives it (TRUST_PROXY).' })
   remoteAddress!: string | null;
 
-  @Field(() => Boolean, { description: 'True for the session of the browser making this request; false for every other, and for requests made by no browser session (an API key, a bearer token alone).' })
+  @Field(() => Boolean, { description: 'True for the session of the browser making this request: the one its cookie names, or the one its token came from (a token remembers the sign-in that obtained it); false for every other, and for requests made with an API key.' })
   current!: boolean;
 }
 

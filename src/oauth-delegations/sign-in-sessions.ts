@@ -141,7 +141,11 @@ export class SignInSessionsService {
     browserSession: string | undefined,
   ) {
     this.currentKeyDigest = browserSession ? digestSecret(browserSession) : null;
+    this.currentSessionId = principal.kind === 'oauth' ? principal.browserSignIn?.sessionId : undefined;
   }
+
+  /** The sign-in session behind the request's token, when a browser sign-in obtained it (the token remembers it). */
+  private readonly currentSessionId: string | undefined;
 
   /** The user's live sessions, most recently active first. */
   async listFor(userId: string): Promise<SignInSessionView[]> {
@@ -160,7 +164,7 @@ export class SignInSessionsService {
       identityProvider: row.identity_provider,
       userAgent: row.user_agent,
       remoteAddress: row.remote_address,
-      current: this.currentKeyDigest !== null && row.key_digest === this.currentKeyDigest,
+      current: (this.currentKeyDigest !== null && row.key_digest === this.currentKeyDigest) || row.id === this.currentSessionId,
     }));
   }
 
@@ -191,10 +195,13 @@ export class SignInSessionsService {
         if (found.length !== wanted.length) throw new NotFoundError('sign-in session');
         sessionUidDigests = found.map((row) => row.uid_digest);
       } else {
-        const keep = request.allButCurrent ? this.currentKeyDigest : null;
+        // The asking browser's session: by its cookie, or the session its token came from.
+        const keepCookie = request.allButCurrent ? this.currentKeyDigest : null;
+        const keepSession = request.allButCurrent ? this.currentSessionId : undefined;
         const rows = await em.execute<{ uid_digest: string | null }[]>(
-          `select uid_digest from oauth_server_records where model = 'Session' and user_id = ?${keep ? ' and key_digest <> ?' : ''}`,
-          keep ? [request.userId, keep] : [request.userId],
+          `select uid_digest from oauth_server_records where model = 'Session' and user_id = ?${keepCookie ? ' and key_digest <> ?' : ''}
+             ${keepSession ? 'and uid_digest is distinct from (select session_uid_digest from sign_in_sessions where id = ?)' : ''}`,
+          [request.userId, ...(keepCookie ? [keepCookie] : []), ...(keepSession ? [keepSession] : [])],
         );
         sessionUidDigests = rows.flatMap((row) => (row.uid_digest ? [row.uid_digest] : []));
       }

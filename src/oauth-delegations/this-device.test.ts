@@ -1,0 +1,60 @@
+import { describe, expect, test } from '@jest/globals';
+import * as client from 'openid-client';
+import { CookieJar, PASSWORD, authorizeAgain, discover, newMember, registerApp, signIn, useOAuthServers, type Member } from '../../test/support/oauth-server.js';
+
+/**
+ * "This device" from a token alone, as a browser app on another origin sends no cookie to the API:
+ * a token remembers the sign-in session it came from, so its session and its delegation are
+ * `current`, and `allButCurrent` keeps that browser signed in.
+ */
+const fixture = useOAuthServers(1);
+const base = () => fixture.instances[0]!.url;
+const SPA_REDIRECT = 'https://settings.example.com/callback';
+const SCOPE = 'openid users.read oauth_delegations.read oauth_delegations.write';
+const PAGE = 'query($id: ID!) { user(id: $id) { signInSessions { id current } oauthDelegations { nodes { id current } } } }';
+
+/** A browser (its own cookie jar) signed in to a browser app as the member: the token, and its next authorization. */
+async function browserOf(member: Member, clientId: string) {
+  const config = await discover(base(), clientId, client.None());
+  const jar = new CookieJar();
+  const { tokens } = await signIn({ config, baseUrl: base(), redirectUri: SPA_REDIRECT, scope: SCOPE, email: member.email, password: PASSWORD, jar });
+  return { bearer: `Bearer ${tokens.access_token}`, authorize: () => authorizeAgain(jar, config, SPA_REDIRECT) };
+}
+
+/** A GraphQL call with the token alone: no cookie, as from another origin. */
+async function call(authorization: string, query: string, variables: Record<string, unknown>) {
+  const response = await fetch(`${base()}/graphql`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: authorization }, body: JSON.stringify({ query, variables }) });
+  return await response.json() as { data?: any; errors?: unknown[] };
+}
+
+describe('this device, from the token alone', () => {
+  test('the token\'s own session and delegation are current; allButCurrent ends the other browser and keeps this one', async () => {
+    const m = await newMember(fixture.database);
+    const { app } = await registerApp(fixture.database, fixture.serverSecret, { accountId: m.accountId, kind: 'spa', redirectUris: [SPA_REDIRECT], scopes: SCOPE });
+    const laptop = await browserOf(m, app.clientId);
+    const phone = await browserOf(m, app.clientId);
+
+    const page = (await call(laptop.bearer, PAGE, { id: m.userId })).data.user;
+    expect(page.signInSessions).toHaveLength(2);
+    expect(page.signInSessions.filter((session: { current: boolean }) => session.current)).toHaveLength(1);
+    expect(page.oauthDelegations.nodes.filter((delegation: { current: boolean }) => delegation.current)).toHaveLength(1);
+    const fromPhone = (await call(phone.bearer, PAGE, { id: m.userId })).data.user;
+    const current = (sessions: Array<{ id: string; current: boolean }>) => sessions.find((session) => session.current)!.id;
+    expect(current(fromPhone.signInSessions)).not.toBe(current(page.signInSessions));
+
+    const ended = await call(laptop.bearer, 'mutation($input: RevokeSignInSessionsInput!) { revokeSignInSessions(input: $input) { revokedCount revokedSessionIds } }', { input: { userId: m.userId, allButCurrent: true } });
+    expect(ended.data.revokeSignInSessions).toEqual({ revokedCount: 1, revokedSessionIds: [current(fromPhone.signInSessions)] });
+    expect((await laptop.authorize()).kind).toBe('callback');
+    const phoneAgain = await phone.authorize();
+    expect(phoneAgain.kind === 'page' && phoneAgain.html.includes('name="password"')).toBe(true);
+  });
+
+  test('an API key has no device: nothing is current', async () => {
+    const m = await newMember(fixture.database);
+    const { app } = await registerApp(fixture.database, fixture.serverSecret, { accountId: m.accountId, kind: 'spa', redirectUris: [SPA_REDIRECT], scopes: SCOPE });
+    await browserOf(m, app.clientId);
+    const page = (await call(`Token token=${m.ownerKey}`, PAGE, { id: m.userId })).data.user;
+    expect(page.signInSessions.map((session: { current: boolean }) => session.current)).toEqual([false]);
+    expect(page.oauthDelegations.nodes.every((delegation: { current: boolean }) => !delegation.current)).toBe(true);
+  });
+});
