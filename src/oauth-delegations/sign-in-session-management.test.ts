@@ -79,7 +79,7 @@ async function sessionRecords(userId: string): Promise<number> {
 }
 
 describe('User.signInSessions', () => {
-  test('lists each browser\'s session with how, when and from where it signed in; current only for the browser asking', async () => {
+  test('lists each browser\'s session with how, when and from where it signed in; current only for the browser asking, by its cookie or its token', async () => {
     const member = await newMember(fixture.database);
     const first = await browserOf(member);
     const second = await browserOf(member);
@@ -101,11 +101,13 @@ describe('User.signInSessions', () => {
     expect(currentOf(fromSecond)).not.toBe(currentOf(sessions));
     expect(new Set(fromSecond.map((session) => session.id))).toEqual(new Set(sessions.map((session) => session.id)));
 
-    // No browser session: a bearer token alone, an API key.
-    for (const listed of [await call(first.bearer, SESSIONS, { id: member.userId }), await call(`Token token=${member.ownerKey}`, SESSIONS, { id: member.userId }, undefined)]) {
-      expect(listed.errors).toBeUndefined();
-      expect((listed.data.user.signInSessions as SessionView[]).map((session) => session.current)).toEqual([false, false]);
-    }
+    // A bearer token alone (no cookie, as from another origin) remembers the session it came from.
+    const tokenAlone = (await call(first.bearer, SESSIONS, { id: member.userId })).data.user.signInSessions as SessionView[];
+    expect(currentOf(tokenAlone)).toBe(currentOf(sessions));
+    // An API key is no browser: nothing is current.
+    const byKey = await call(`Token token=${member.ownerKey}`, SESSIONS, { id: member.userId }, undefined);
+    expect(byKey.errors).toBeUndefined();
+    expect((byKey.data.user.signInSessions as SessionView[]).map((session) => session.current)).toEqual([false, false]);
 
     // The id is no secret: neither the cookie's value nor its digest.
     const cookieValue = /oauth_session=([^;]+)/.exec(first.jar.header(new URL('/oauth/auth', base())))![1]!;
