@@ -98,7 +98,8 @@ function usersLoader(context: Context): DataLoader<string, UserRow | null> {
 @Resolver(() => ApiKeyObject)
 export class ApiKeyResolver {
   @Query(() => ApiKeyConnection, {
-    description: 'API keys, newest first: the account\'s (account_admin), or with `userId` that user\'s (the user themself or account_admin). Never their secrets.',
+    nullable: true,
+    description: 'API keys, newest first: the account\'s (account_admin), or with `userId` that user\'s (the user themself or account_admin). Never their secrets. Nullable: forbidden, it is null with its error and the rest of the page is served.',
   })
   async apiKeys(@Args(() => AccountApiKeyPageArgs) args: AccountApiKeyPageArgs, @Ctx() context: Context) {
     const request = pageRequest(args, args.userId ?? null, context);

@@ -37,7 +37,8 @@ function connection(page: AuditPage, request: AuditPageRequest, context: Context
 @Resolver(() => AuditRecordType)
 export class AuditRecordResolver {
   @Query(() => AuditRecordConnection, {
-    description: 'The account\'s audit records, newest first (default: the last 24 hours). Owners, admins and full-access account keys.',
+    nullable: true,
+    description: 'The account\'s audit records, newest first (default: the last 24 hours). Owners, admins and full-access account keys. Nullable: forbidden, it is null with its error and the rest of the page is served.',
   })
   async auditRecords(
     @Arg('filter', () => AuditRecordFilterInput, { nullable: true, description: 'Which records (default: the last 24 hours, all of them).' }) filter: AuditRecordFilterInput | null | undefined,

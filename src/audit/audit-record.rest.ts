@@ -212,6 +212,12 @@ function page(data: { nodes: RestAuditRecordFieldsFragment[]; pageInfo: { hasNex
 
 const ORDER = 'Newest first; cursor pagination; the window is `since`..`until` (default the last 24 hours, at most 31 days).';
 
+/** A nullable root the executor answered: it throws when the operation failed, so here it is never null. */
+function answered<T>(value: T | null | undefined): T {
+  if (value == null) throw new Error('the operation answered no data and no error');
+  return value;
+}
+
 export const auditRecordRoutes: RestRoute[] = [
   {
     method: 'get',
@@ -244,7 +250,7 @@ export const auditRecordRoutes: RestRoute[] = [
         after: paging.cursor ?? null,
       };
     },
-    respond: (data: ListAuditRecordsQuery, { query }) => page(data.auditRecords, query),
+    respond: (data: ListAuditRecordsQuery, { query }) => page(answered(data.auditRecords), query),
   } satisfies RestRoute<ListAuditRecordsQuery>,
   {
     method: 'get',

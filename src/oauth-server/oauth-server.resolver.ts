@@ -170,7 +170,7 @@ export class ChangeMyPasswordPayload {
 
 @Resolver(() => OAuthAppObject)
 export class OAuthServerResolver {
-  @Query(() => [OAuthAppObject], { description: 'The apps registered for this account, newest first. can_update_user; a token needs oauth_delegations.read.' })
+  @Query(() => [OAuthAppObject], { nullable: true, description: 'The apps registered for this account, newest first. can_update_user; a token needs oauth_delegations.read. Nullable: forbidden, it is null with its error and the rest of the page is served.' })
   oauthApps(@Ctx() context: Context): Promise<OAuthApp[]> {
     const principal = requirePrincipal(context);
     return appsService(context).list(principal.accountId);

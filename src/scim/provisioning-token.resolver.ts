@@ -57,7 +57,7 @@ class RevokeProvisioningTokenPayload {
 /** The account's provisioning tokens through GraphQL: `account_admin` only, over the CLI's service. */
 @Resolver(() => ProvisioningTokenObject)
 export class ProvisioningTokenResolver {
-  @Query(() => [ProvisioningTokenObject], { description: 'The account\'s provisioning tokens, newest first, revoked ones included. Owners, admins and account API keys.' })
+  @Query(() => [ProvisioningTokenObject], { nullable: true, description: 'The account\'s provisioning tokens, newest first, revoked ones included. Owners, admins and account API keys. Nullable: forbidden, it is null with its error and the rest of the page is served.' })
   provisioningTokens(@Ctx() context: Context): Promise<ProvisioningToken[]> {
     return new ProvisioningTokensService(context.em).listForAccount(requirePrincipal(context).accountId);
   }

@@ -139,7 +139,7 @@ async function singleSignOnOf(context: Context, accountId: string): Promise<Sing
 
 @Resolver()
 export class SsoResolver {
-  @Query(() => SingleSignOnObject, { description: 'The account\'s single sign-on: its identity provider (no secrets) and this service provider\'s own settings. can_update_user.' })
+  @Query(() => SingleSignOnObject, { nullable: true, description: 'The account\'s single sign-on: its identity provider (no secrets) and this service provider\'s own settings. can_update_user. Nullable: forbidden, it is null with its error and the rest of the page is served.' })
   async singleSignOn(@Ctx() context: Context): Promise<SingleSignOnObject> {
     return singleSignOnOf(context, requirePrincipal(context).accountId);
   }
