@@ -52,3 +52,15 @@ describe('POST /graphql with a credential that does not work', () => {
     expect(page.status).not.toBe(401);
   });
 });
+
+describe('a browser\'s GET /graphql with the explorer off (production\'s default)', () => {
+  test('gets a short page saying where the API is, not a refusal meant for scripts; a script\'s GET is answered as before', async () => {
+    const page = await supertest(h.app).get('/graphql').set('Accept', 'text/html,application/xhtml+xml,*/*;q=0.8');
+    expect(page.status).toBe(200);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.text).toContain('POST /graphql');
+    expect(page.text).not.toMatch(/Cross-Site Request Forgery|\(cut\)/);
+    const script = await supertest(h.app).get('/graphql').set('Accept', 'application/json');
+    expect(script.headers['content-type']).not.toContain('text/html');
+  });
+});

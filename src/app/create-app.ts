@@ -69,7 +69,7 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   app.use(inSequence(requestContext({ database, runtime, logger }), limitPerCredential(rateLimiter)));
   mountScimFace(app, { schema, routes: features.flatMap((feature) => feature.scimRoutes ?? []), log });
-  mountGraphQLFace(app, { apollo, idempotency, trustedDocuments });
+  mountGraphQLFace(app, { apollo, idempotency, trustedDocuments, landingPage: settings.landingPage });
   mountRestFace(app, { schema, routes: features.flatMap((feature) => feature.routes), apiVendor: settings.apiVendor, idempotency, log });
   app.use(noSuchRoute, lastErrorHandler(log));
   answerRefusedRequestsWithEnvelope(managedServer.server);

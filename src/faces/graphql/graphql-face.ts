@@ -29,6 +29,8 @@ export const graphqlFace: Face = {
 
 export interface GraphQLFaceOptions {
   apollo: ApolloServer<Context>;
+  /** GRAPHQL_LANDING_PAGE: the explorer for a browser's `GET /graphql`; off, a short page says where the API is instead. */
+  landingPage: boolean;
   idempotency: IdempotencyOptions;
   /** `GRAPHQL_TRUSTED_DOCUMENTS`: only the manifest's operations run. */
   trustedDocuments?: TrustedDocuments;
@@ -52,12 +54,28 @@ function credentialRequired(req: Request, res: Response, next: NextFunction): vo
   graphqlFace.answer(res, rejected ? authentication.error : new AuthenticationError());
 }
 
+const NO_EXPLORER_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>GraphQL API</title></head>
+<body><h1>GraphQL API</h1>
+<p>This is the GraphQL endpoint. Send operations with <code>POST /graphql</code> and a credential
+(<code>Authorization: Token token=...</code> or <code>Bearer ...</code>); subscriptions run over WebSocket here.</p>
+<p>The explorer is off on this server (GRAPHQL_LANDING_PAGE): use one on your machine, or the schema in the API's documentation.</p>
+</body></html>
+`;
+
+/** A browser's plain visit when the explorer is off: a short page saying where the API is, never a refusal meant for scripts. */
+function noExplorerPage(req: Request, res: Response, next: NextFunction): void {
+  if (runsAnOperation(req) || req.accepts(['application/json', 'text/html']) !== 'text/html') return next();
+  res.status(200).type('text/html; charset=utf-8').set('Cache-Control', 'no-store').send(NO_EXPLORER_PAGE);
+}
+
 /** Mounts `/graphql` after the request context and the rate budget: the credential, screening, then Apollo. */
 export function mountGraphQLFace(app: Express, options: GraphQLFaceOptions): void {
   app.use(
     GRAPHQL_PATH,
     inSequence(
       graphqlOperationScope(),
+      ...(options.landingPage ? [] : [noExplorerPage]),
       credentialRequired,
       express.json({ limit: '1mb' }),
       screenGraphQLRequest,
