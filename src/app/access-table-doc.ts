@@ -3,8 +3,8 @@ import { ACCESS_TABLE, type AccessRow } from '../auth/access-table.js';
 import { SCIM_BASE_PATH } from '../scim/scim.user.js';
 import { features } from './features.js';
 
-export const TABLE_START = '<!-- access-table:start (npm run generate writes this table from src/auth/access-table.ts) -->';
-export const TABLE_END = '<!-- access-table:end -->';
+const TABLE_START = '<!-- access-table:start (npm run generate writes this table from src/auth/access-table.ts) -->';
+const TABLE_END = '<!-- access-table:end -->';
 
 function rootFieldsOf(source: string): string[] {
   const definition = getOperationAST(parse(source)) as OperationDefinitionNode;

@@ -97,10 +97,3 @@ export const ACCESS_TABLE = {
   'Subscription.userChanged': read('users.read', 'account', 'Any user of the account; fields as the subscriber may read them.'),
   'Subscription.viewerAccessRevoked': { requires: [], target: 'own-session', rule: 'Any authenticated connection, about itself.' },
 } satisfies Record<string, AccessRow>;
-
-export type Operation = keyof typeof ACCESS_TABLE;
-
-/** The row of a schema coordinate (`Type.field`), if the operation has one. */
-export function accessRowOf(coordinate: string): AccessRow | undefined {
-  return (ACCESS_TABLE as Record<string, AccessRow>)[coordinate];
-}

@@ -39,8 +39,16 @@ export function isForbiddenAddress(address: string): boolean {
   return FORBIDDEN.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
-/** A URL the guard will not call, and why; the caller words it for its own input. */
-export class OutboundRefusal extends Error {}
+/**
+ * A call the guard refused, and why; the caller words it for its own input. `destination`: refused
+ * for where it would go (scheme, host, address), before anything was sent; else the answer was
+ * cut (too slow, too large).
+ */
+export class OutboundRefusal extends Error {
+  constructor(message: string, readonly destination = true) {
+    super(message);
+  }
+}
 
 const resolveWithDns: ResolveHost = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
@@ -104,7 +112,7 @@ export async function guardedFetch(raw: string | URL, init: { method?: string; h
       response.on('data', (chunk: Buffer) => {
         size += chunk.length;
         if (size > maxBytes) {
-          request.destroy(new OutboundRefusal(`the answer is larger than ${maxBytes} bytes`));
+          request.destroy(new OutboundRefusal(`the answer is larger than ${maxBytes} bytes`, false));
           return;
         }
         chunks.push(chunk);
@@ -117,7 +125,7 @@ export async function guardedFetch(raw: string | URL, init: { method?: string; h
       });
       response.on('error', reject);
     });
-    request.on('timeout', () => request.destroy(new OutboundRefusal('timed out')));
+    request.on('timeout', () => request.destroy(new OutboundRefusal('timed out', false)));
     request.on('error', reject);
     request.end(body);
   });

@@ -309,9 +309,10 @@ export class AppsService {
         [this.sealer.seal(clientSecret), previousExpiresAt ? sealed?.client_secret_sealed ?? null : null, previousExpiresAt, clientId],
       );
       // Client-credentials tokens issued so far were issued with the secret being replaced: they end with its grace period.
-      await tx.execute(
+      const shortened = await tx.execute<{ affectedRows?: number }>(
         `update oauth_server_records set expires_at = least(coalesce(expires_at, ?::timestamptz), ?::timestamptz) where model = 'ClientCredentials' and grant_id = ?`,
         [previousExpiresAt ?? new Date(), previousExpiresAt ?? new Date(), clientCredentialsGrantId(clientId)],
+        'run',
       );
       recordChange(tx, {
         accountId: app.account.id,
@@ -319,8 +320,9 @@ export class AppsService {
         resource: { type: 'app', id: app.clientId, summary: app.name },
         // Never the secret: that it changed, and until when the one it replaced still works.
         fields: [{ name: 'client_secret', value: 'rotated' }, { name: 'previous_secret_expires_at', value: previousExpiresAt?.toISOString() ?? null }],
-        // The old secret's end is scheduled, not immediate; a zero grace period ends it now.
-        revokesAccess: previousExpiresIn === 0,
+        // A zero grace period ends the old secret now; tokens it obtained now end at a known time: open
+        // sockets holding them are re-checked, and close then.
+        revokesAccess: previousExpiresIn === 0 || (shortened.affectedRows ?? 0) > 0,
       });
       return app;
     }, 'oauthServer.rotateAppSecret');

@@ -34,7 +34,7 @@ export async function fetchIssuerMetadata(issuer: string, options: DiscoveryFetc
     throw refused(issuer, 'not an absolute URL');
   }
   const response = await guardedFetch(url, { headers: { accept: 'application/json' } }, options).catch((error: unknown) => {
-    if (error instanceof OutboundRefusal && !/timed out|larger than/.test(error.message)) throw refused(issuer, error.message);
+    if (error instanceof OutboundRefusal && error.destination) throw refused(issuer, error.message);
     throw refused(issuer, `its discovery document could not be fetched (${error instanceof Error ? error.message : 'error'})`);
   });
   if (response.status !== 200) throw refused(issuer, `its discovery document could not be fetched (HTTP ${response.status})`);
