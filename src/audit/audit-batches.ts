@@ -1,6 +1,9 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { recordElements } from './audit-chain.js';
 import type { AuditRecordBody } from './audit-record.js';
+import { contextProblem, elementProblem, malformedElement, parsedOrProblem, UNKNOWN_CONTEXT, type RecordElement, type StoredContext } from './stored-record.js';
+
+export type { RecordElement } from './stored-record.js';
 
 /**
  * Reading the trail's storage (migration 20261126030000): one row per appended batch, its records
@@ -17,6 +20,8 @@ export interface AuditRow {
   body: AuditRecordBody | string;
   root_resource_type: string;
   root_resource_id: string;
+  /** Why the stored record is not what the server writes (it is then presented flagged); null when it is. */
+  malformed: string | null;
 }
 
 /** A stored batch with its records' bytes, as the maintenance walks it. */
@@ -36,9 +41,6 @@ export interface BatchRow {
   chain_version: number;
 }
 
-/** `[id, action, root type, root id, own body]`; records of chain versions 1 and 2 add the actor and method columns they hashed. */
-export type RecordElement = [string, string, string, string, Pick<AuditRecordBody, 'rootResource' | 'details'>, ...Array<string | null>];
-
 /** What a read keeps: conditions on whole batches (SQL on `b`), and on each record of the batches they let through. */
 export interface RecordSelection {
   batchConditions: string[];
@@ -49,7 +51,7 @@ export interface RecordSelection {
 const everything: RecordSelection = { batchConditions: [], batchParams: [], keeps: () => true };
 
 const HEADER_COLUMNS = 'b.first_position, b.last_position, b.execution_time';
-const CONTENT_COLUMNS = 'b.first_position, b.context, b.records, b.record_offsets';
+const CONTENT_COLUMNS = 'b.first_position, b.context, b.records, b.record_offsets, b.record_root_types, b.record_root_ids';
 
 interface BatchHeaderRow {
   first_position: string | number;
@@ -62,10 +64,13 @@ interface BatchContentRow {
   context: string;
   records: Buffer;
   record_offsets: number[];
+  record_root_types: string[];
+  record_root_ids: string[];
 }
 
-export function rowOf(position: number, executionTime: Date | string, context: Omit<AuditRecordBody, 'rootResource' | 'details'>, element: RecordElement): AuditRow {
+export function rowOf(position: number, executionTime: Date | string, context: StoredContext, element: RecordElement, malformed: string | null = null): AuditRow {
   return {
+    malformed,
     id: element[0],
     position,
     execution_time: executionTime,
@@ -76,14 +81,41 @@ export function rowOf(position: number, executionTime: Date | string, context: O
   };
 }
 
+/** A batch's shared part, checked: what its records say of who acted, or why none of it can be believed. */
+export function checkedContext(text: string): { context: StoredContext; problem: string | null } {
+  const parsed = parsedOrProblem(text, 'its context');
+  const problem = 'problem' in parsed ? parsed.problem : contextProblem(parsed.value);
+  return problem ? { context: UNKNOWN_CONTEXT, problem } : { context: (parsed as { value: StoredContext }).value, problem: null };
+}
+
+/**
+ * One stored record as the faces present it. Stored bytes are not trusted: a record that is not in
+ * the form the server writes becomes a stand-in flagged with why, at its place and under the root
+ * its batch names, so one bad record never fails a page.
+ */
+export function readRecord(
+  position: number,
+  executionTime: Date | string,
+  batchContext: { context: StoredContext; problem: string | null },
+  text: string,
+  root: { type: string; id: string },
+): { row: AuditRow; element: RecordElement } {
+  const parsed = parsedOrProblem(text, 'the record');
+  const problem = batchContext.problem ?? ('problem' in parsed ? parsed.problem : elementProblem(parsed.value));
+  if (problem) {
+    const element = malformedElement(position, root);
+    return { row: rowOf(position, executionTime, UNKNOWN_CONTEXT, element, problem), element };
+  }
+  const element = (parsed as { value: RecordElement }).value;
+  return { row: rowOf(position, executionTime, batchContext.context, element), element };
+}
+
 /** The records of one stored batch, oldest first. */
-export function batchRecords(batch: { first_position: string | number; execution_time: Date | string; context: string; records: Buffer; record_offsets: number[] }): Array<{ row: AuditRow; element: RecordElement }> {
-  const context = JSON.parse(batch.context) as Omit<AuditRecordBody, 'rootResource' | 'details'>;
+export function batchRecords(batch: { first_position: string | number; execution_time: Date | string; context: string; records: Buffer; record_offsets: number[]; record_root_types: string[]; record_root_ids: string[] }): Array<{ row: AuditRow; element: RecordElement }> {
+  const context = checkedContext(batch.context);
   const first = Number(batch.first_position);
-  return recordElements(batch.records, batch.record_offsets).map((text, index) => {
-    const element = JSON.parse(text) as RecordElement;
-    return { row: rowOf(first + index, batch.execution_time, context, element), element };
-  });
+  return recordElements(batch.records, batch.record_offsets).map((text, index) =>
+    readRecord(first + index, batch.execution_time, context, text, { type: String(batch.record_root_types[index] ?? ''), id: String(batch.record_root_ids[index] ?? '') }));
 }
 
 /** How many records of the batch a read still wants (those past its bound), were each to match. */
@@ -216,10 +248,11 @@ export async function recordsOfRoot(
     where.push('(r.execution_time, r.position) < (?, ?)');
     params.push(options.before.executionTime, options.before.position);
   }
-  const indexed = await em.execute<Array<{ position: string | number; execution_time: Date | string; context: string; element: string }>>(
+  // The record's bytes, decoded here: bytes that are not UTF-8, or offsets that cut nothing, make a malformed record, not a failed read.
+  const indexed = await em.execute<Array<{ position: string | number; execution_time: Date | string; context: string; element: Uint8Array | null }>>(
     `select r.position, r.execution_time, b.context,
-            convert_from(substring(b.records from b.record_offsets[(r.position - b.first_position + 1)::integer] + 1
-                                   for b.record_offsets[(r.position - b.first_position + 2)::integer] - b.record_offsets[(r.position - b.first_position + 1)::integer] - 1), 'UTF8') as element
+            substring(b.records from b.record_offsets[(r.position - b.first_position + 1)::integer] + 1
+                      for greatest(0, b.record_offsets[(r.position - b.first_position + 2)::integer] - b.record_offsets[(r.position - b.first_position + 1)::integer] - 1)) as element
        from audit_record_roots r
        join audit_batches b on b.account_id = r.account_id and b.first_position = r.first_position
       where ${where.join(' and ')}
@@ -227,14 +260,15 @@ export async function recordsOfRoot(
       limit ?`,
     [...params, wanted],
   );
-  const contexts = new Map<string, Omit<AuditRecordBody, 'rootResource' | 'details'>>();
+  const contexts = new Map<string, ReturnType<typeof checkedContext>>();
   const found = new Map<number, AuditRow>();
   for (const record of indexed) {
-    const element = JSON.parse(record.element) as RecordElement;
-    if (element[2] !== rootType || element[3] !== rootId) continue;
     let context = contexts.get(record.context);
-    if (!context) contexts.set(record.context, (context = JSON.parse(record.context) as Omit<AuditRecordBody, 'rootResource' | 'details'>));
-    found.set(Number(record.position), rowOf(Number(record.position), record.execution_time, context, element));
+    if (!context) contexts.set(record.context, (context = checkedContext(record.context)));
+    const text = record.element ? Buffer.from(record.element.buffer, record.element.byteOffset, record.element.byteLength).toString('utf8') : '';
+    const { row, element } = readRecord(Number(record.position), record.execution_time, context, text, { type: rootType, id: rootId });
+    if (element[2] !== rootType || element[3] !== rootId) continue;
+    found.set(Number(record.position), row);
   }
 
   // Past the index head up to the chain's, newest first, by the primary key alone (a time condition would let the
@@ -245,8 +279,8 @@ export async function recordsOfRoot(
   const enough = wanted + (options.before ? 1 : 0);
   let inWindow = 0;
   walk: while (chainHead > indexedThrough) {
-    const unindexed = await em.execute<Array<{ first_position: string | number; execution_time: Date | string; context: string; records: Buffer; record_offsets: number[] }>>(
-      `select b.first_position, b.execution_time, b.context, b.records, b.record_offsets
+    const unindexed = await em.execute<Array<{ first_position: string | number; execution_time: Date | string; context: string; records: Buffer; record_offsets: number[]; record_root_types: string[]; record_root_ids: string[] }>>(
+      `select b.first_position, b.execution_time, b.context, b.records, b.record_offsets, b.record_root_types, b.record_root_ids
          from audit_batches b
         where b.account_id = ? and b.first_position > ? and b.first_position <= ?${below === undefined ? '' : ' and b.first_position < ?'} and ? = any(b.record_root_ids)
         order by b.first_position desc limit ?`,

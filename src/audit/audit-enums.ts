@@ -1,8 +1,9 @@
 import type { ChangeAction, ChangeResourceType } from '../db/change-journal.js';
 import { closedSetEnum } from '../graphql/closed-set-enum.js';
 import type { ActorType, MethodType } from './audit-record.js';
+import type { MALFORMED_ACTION } from './stored-record.js';
 
-const ACTION_DESCRIPTIONS: Record<ChangeAction, string> = {
+const ACTION_DESCRIPTIONS: Record<ChangeAction | typeof MALFORMED_ACTION, string> = {
   create: 'The resource was created.',
   update: 'Fields of the resource were changed (see `details.fields`).',
   delete: 'The resource was deleted.',
@@ -17,6 +18,7 @@ const ACTION_DESCRIPTIONS: Record<ChangeAction, string> = {
   sign_in: 'The user signed in.',
   sign_in_failed: 'A sign-in was refused.',
   view_calendar_urls: 'Someone viewed the users\' calendar feed URLs (they carry secrets).',
+  malformed: 'A stored record the server did not write: shown flagged (`malformed` says why) rather than failing the page.',
 };
 
 export const AuditActionEnum = closedSetEnum('AuditAction', 'What a change did; REST shows it in lower case (`SIGN_IN` is `sign_in`).', ACTION_DESCRIPTIONS);

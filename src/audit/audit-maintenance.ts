@@ -17,6 +17,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** What is wrong with a batch's records besides its hash, if anything: their shape, their offsets and the batch's summaries. */
 function malformation(batch: BatchRow, records: ReturnType<typeof batchRecords>): string | undefined {
   const count = Number(batch.last_position) - Number(batch.first_position) + 1;
+  const unreadable = records.find(({ row }) => row.malformed);
+  if (unreadable) return `the record at position ${unreadable.row.position} is malformed: ${unreadable.row.malformed}`;
   if (records.length !== count) return `it holds ${records.length} record(s) where its positions say ${count}`;
   const offsets = batch.record_offsets;
   if (offsets[0] !== 1 || offsets.at(-1) !== batch.records.length || batch.records[0] !== 0x5b || batch.records.at(-1) !== 0x5d) return 'its record offsets do not cut its records';

@@ -48,6 +48,8 @@ export function presentAuditRecord(record: RecordToPresent) {
         removed: group.removed?.map(presentReference) ?? null,
       })),
     },
+    // Only on a record the server did not write: every other record keeps the reference's shape exactly.
+    ...(record.malformed ? { malformed: record.malformed } : {}),
   };
 }
 

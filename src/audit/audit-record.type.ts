@@ -5,6 +5,7 @@ import type { PresentedAuditRecord } from './audit-records.service.js';
 import { AuditActionEnum, AuditMethodTypeEnum } from './audit-enums.js';
 import type { MethodType } from './audit-record.js';
 import type { ChangeAction } from '../db/change-journal.js';
+import type { MALFORMED_ACTION } from './stored-record.js';
 
 // Records are plain values presented by the service: read straight from the source.
 @ObjectType('AuditReference', { description: 'A reference to the resource or actor a record names.', simpleResolvers: true })
@@ -110,8 +111,11 @@ export class AuditRecordType {
   @Field(() => AuditReferenceType, { description: 'The top-level resource the change belongs to, e.g. the user whose delegation was revoked (a snapshot).' })
   rootResource!: AuditReferenceType;
 
-  @Field(() => AuditActionEnum, { description: 'What was done.' })
-  action!: ChangeAction;
+  @Field(() => AuditActionEnum, { description: 'What was done; `MALFORMED` for a stored record the server did not write (see `malformed`).' })
+  action!: ChangeAction | typeof MALFORMED_ACTION;
+
+  @Field(() => String, { nullable: true, description: 'Why this stored record is not in the form the server writes (it was stored by other means): shown flagged, with only its place, time and root, so the rest of the page is served; `accessctl audit verify` names its batch. Null for every record the server wrote.' })
+  malformed!: string | null;
 
   @Field(() => AuditDetailsType, { description: 'What changed.' })
   details!: AuditDetailsType;

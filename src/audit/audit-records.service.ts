@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import { InvalidInputError, MissingArgumentError, NotFoundError } from '../errors/domain-errors.js';
 import { auditBodyOf, type AuditRecordBody, type StoredReference } from './audit-record.js';
+import { MALFORMED_ACTION } from './stored-record.js';
 import { recordsOfRoot, selectRecords, type AuditRow, type RecordSelection } from './audit-batches.js';
 
 export type { AuditRow } from './audit-batches.js';
@@ -65,6 +66,8 @@ export interface PresentedAuditRecord {
   method: AuditRecordBody['method'];
   rootResource: PresentedReference;
   action: string;
+  /** Why the stored record is not what the server writes; null for every record it wrote. */
+  malformed: string | null;
   details: {
     resource: PresentedReference;
     fields: AuditRecordBody['details']['fields'];
@@ -122,8 +125,11 @@ export function auditSelection(filter: AuditMatch): RecordSelection {
   let actions: Set<string> | undefined;
   if (filter.actions?.length) {
     actions = new Set(filter.actions);
-    batchConditions.push('b.actions && array[?]::text[]');
-    batchParams.push([...actions]);
+    // A malformed record's batch lists whatever its writer put there: asked for, every batch is looked into.
+    if (!actions.has(MALFORMED_ACTION)) {
+      batchConditions.push('b.actions && array[?]::text[]');
+      batchParams.push([...actions]);
+    }
   }
   return {
     batchConditions,
@@ -204,6 +210,7 @@ export function presentAuditRow(row: AuditRow, urls: PublicUrls): PresentedAudit
     method: body.method,
     rootResource: ref('rootResource')(body.rootResource),
     action: row.action,
+    malformed: row.malformed,
     details: {
       resource: ref('resource')(body.details.resource),
       fields: body.details.fields,
