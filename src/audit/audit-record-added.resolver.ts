@@ -1,8 +1,9 @@
-import { Arg, Ctx, Field, ObjectType, registerEnumType, Resolver, Root, Subscription } from 'type-graphql';
+import { Args, Ctx, Field, ObjectType, registerEnumType, Resolver, Root, Subscription } from 'type-graphql';
 import { InvalidInputError } from '../errors/domain-errors.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import { freshEventScope, requireLiveSession, type LiveMessage } from '../graphql/live-session.js';
-import { AuditRecordFilterInput } from './audit-record.inputs.js';
+import { AuditRecordAddedArgs, AuditRecordFilterInput } from './audit-record.inputs.js';
+import { auditCursor, positionOf } from './audit-cursors.js';
 import { AuditRecordType } from './audit-record.type.js';
 import { AuditRecordsService, auditSelection, type AuditMatch, type PresentedAuditRecord } from './audit-records.service.js';
 
@@ -30,6 +31,12 @@ export class AuditRecordAddedEvent {
 
   @Field(() => AuditRecordType, { nullable: true, description: 'The record, as `auditRecords` presents it; null on RESYNC.' })
   record!: PresentedAuditRecord | null;
+
+  @Field(() => String, {
+    nullable: true,
+    description: 'The record\'s cursor in the list the filter names (`auditRecords` with the same filter; with `userId` alone, that user\'s `userAuditRecords` and `User.auditRecords` without a window): an edge to add at the top of a cached list, and the `after` that resumes this subscription with nothing lost. Null on RESYNC.',
+  })
+  cursor!: string | null;
 }
 
 /**
@@ -37,18 +44,23 @@ export class AuditRecordAddedEvent {
  * arrive: each event (from any instance, or a `resync`) reads whatever was appended since the last
  * read, by chain position. Every change commits with its record, so the event of a change finds
  * it; several events of one transaction read it once; records no event announced (the feed was
- * lost) are read at the next event.
+ * lost) are read at the next event. A stream resumed from a cursor reads what was appended since at once.
  */
-async function* appendedRecords(events: AsyncIterable<LiveMessage>, readAfter: (position: number) => ReturnType<AuditRecordsService['appendedAfter']>, position: number): AsyncGenerator<AuditStreamMessage> {
+async function* appendedRecords(events: AsyncIterable<LiveMessage>, readAfter: (position: number) => ReturnType<AuditRecordsService['appendedAfter']>, position: number, resuming: boolean): AsyncGenerator<AuditStreamMessage> {
   let last = position;
-  for await (const message of events) {
-    if (message.kind === 'resync') yield { kind: 'resync' };
+  async function* readOn(): AsyncGenerator<AuditStreamMessage> {
     for (let more = true; more; ) {
       const appended = await readAfter(last);
       last = appended.through;
       more = appended.more;
       for (const record of appended.records) yield { kind: 'added', record };
     }
+  }
+  // Resumed from a cursor: what was appended since comes first, without waiting for a change.
+  if (resuming) yield* readOn();
+  for await (const message of events) {
+    if (message.kind === 'resync') yield { kind: 'resync' };
+    yield* readOn();
   }
 }
 
@@ -78,20 +90,30 @@ function liveFilter(filter: AuditRecordFilterInput | null | undefined): AuditMat
   return match;
 }
 
+/** The list whose cursors a stream's events carry and whose cursors resume it: a user's records with `userId` alone, else `auditRecords` with the same filter. */
+function listOf(filter: AuditRecordFilterInput | null | undefined): { cursorScope: unknown } {
+  const given = Object.entries(filter ?? {}).filter(([, value]) => value !== undefined && value !== null);
+  if (given.length === 1 && given[0]![0] === 'userId') return { cursorScope: { userId: filter!.userId } };
+  return { cursorScope: { filter } };
+}
+
 @Resolver(() => AuditRecordAddedEvent)
 export class AuditRecordAddedResolver {
   // Who may read the account's audit records (`auditRecords`) may follow them.
   @Subscription(() => AuditRecordAddedEvent, {
-    description: 'Records appended to the account\'s audit trail from now on, as their changes commit, on any instance, in chain order. Owners, admins and full-access account keys. WebSocket only (graphql-ws).',
+    description: 'Records appended to the account\'s audit trail from now on, as their changes commit, on any instance, in chain order. With `filter.userId`, that user\'s records (changes made to them), to the user themself or can_update_user; otherwise the account\'s, to owners, admins and full-access account keys. WebSocket only (graphql-ws).',
     subscribe: async ({ args, context }) => {
       const live = requireLiveSession(context as Context);
-      const filter = liveFilter(args.filter as AuditRecordFilterInput | null | undefined);
+      const given = args.filter as AuditRecordFilterInput | null | undefined;
+      const filter = liveFilter(given);
       const reads = () => new AuditRecordsService((context as Context).em, requirePrincipal(context as Context), (context as Context).runtime.urls);
+      await reads().assertMayFollow(filter);
+      const resumeAfter = args.after ? positionOf(args.after as string, context as Context, listOf(given).cursorScope) : undefined;
       // Listening before the chain's end is read: a record committed in between is announced after, and found then.
       const events = live.accountEvents();
       try {
-        const position = await reads().lastPosition();
-        return endingWith(events, appendedRecords(events, (after) => reads().appendedAfter(after, filter, CATCH_UP_BATCH), position));
+        const position = resumeAfter ?? (await reads().lastPosition());
+        return endingWith(events, appendedRecords(events, (after) => reads().appendedAfter(after, filter, CATCH_UP_BATCH), position, resumeAfter !== undefined));
       } catch (error) {
         await events.return?.();
         throw error;
@@ -99,11 +121,12 @@ export class AuditRecordAddedResolver {
     },
   })
   auditRecordAdded(
-    @Arg('filter', () => AuditRecordFilterInput, { nullable: true, description: 'As for `auditRecords`, without `since` and `until`.' }) _filter: AuditRecordFilterInput | null | undefined,
+    @Args(() => AuditRecordAddedArgs) args: AuditRecordAddedArgs,
     @Root() message: AuditStreamMessage,
     @Ctx() context: Context,
   ): AuditRecordAddedEvent {
     freshEventScope(context);
-    return message.kind === 'added' ? { kind: 'added', record: message.record } : { kind: 'resync', record: null };
+    if (message.kind !== 'added') return { kind: 'resync', record: null, cursor: null };
+    return { kind: 'added', record: message.record, cursor: auditCursor(context, message.record, listOf(args.filter).cursorScope) };
   }
 }

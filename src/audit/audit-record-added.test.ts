@@ -50,7 +50,7 @@ describe('auditRecordAdded across instances', () => {
       actors: [{ id: admin.id, type: 'user_reference' }, { type: 'api_key_reference' }],
       method: { type: 'API_TOKEN', truncatedToken: expect.any(String) },
       rootResource: { id: user.id, type: 'user_reference', self: expect.stringContaining(`/users/${user.id}`) },
-      details: { resource: { id: user.id, type: 'user_reference' }, fields: [{ name: 'job_title', value: 'SRE', beforeValue: null }] },
+      details: { resource: { id: user.id, type: 'user_reference' }, fields: [{ name: 'jobTitle', value: 'SRE', beforeValue: null }] },
     });
     // The same record, field for field, as the query presents it.
     const listed = await a.graphql(`{ auditRecords(first: 1) { edges { node { id action executionTime actors { id: resourceId type } method { type truncatedToken } rootResource { id: resourceId type self } details { resource { id: resourceId type } fields { name value beforeValue } } } } } }`, undefined, admin.key);
@@ -127,7 +127,7 @@ describe('auditRecordAdded across instances', () => {
     expect((await bRest.put(`/users/${user.id}`).set({ ...V2, Authorization: tokenOf(account.key) }).send({ user: { job_title: 'Committed' } })).status).toBe(200);
     await client.waitFor((message) => message.id === 'audit' && message.type === 'next');
     await sleep(300);
-    expect(added(client, 'audit').map((payload) => payload.data.auditRecordAdded.record.details.fields)).toEqual([[{ name: 'job_title', value: 'Committed', beforeValue: null }]]);
+    expect(added(client, 'audit').map((payload) => payload.data.auditRecordAdded.record.details.fields)).toEqual([[{ name: 'jobTitle', value: 'Committed', beforeValue: null }]]);
     client.close();
   });
 });

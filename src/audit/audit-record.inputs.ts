@@ -1,4 +1,4 @@
-import { ArgsType, Field, InputType, Int } from 'type-graphql';
+import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
 import { DateTimeResolver } from 'graphql-scalars';
 import { CURSOR_MAX_LENGTH } from '../graphql/cursor.js';
 import { MaxLength } from '../graphql/input-bounds.js';
@@ -51,4 +51,18 @@ export class AuditRecordFilterInput {
 
   @Field(() => [AuditActionEnum], { nullable: true, description: 'Only records of these actions.' })
   actions?: string[] | null;
+
+  @MaxLength(20)
+  @Field(() => ID, { nullable: true, description: 'Only records of changes made to this user (whose root resource is the user), as `userAuditRecords` lists them. On `auditRecordAdded`, the user themself may follow their own.' })
+  userId?: string | null;
+}
+
+@ArgsType()
+export class AuditRecordAddedArgs {
+  @Field(() => AuditRecordFilterInput, { nullable: true, description: 'As for `auditRecords`, without `since` and `until`.' })
+  filter?: AuditRecordFilterInput | null;
+
+  @MaxLength(CURSOR_MAX_LENGTH)
+  @Field(() => String, { nullable: true, description: 'A cursor of the list the filter names (an event\'s `cursor`, or an edge\'s of that list): the records appended after it come first, then the new ones, so a client reconnecting loses none.' })
+  after?: string | null;
 }

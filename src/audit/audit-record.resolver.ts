@@ -1,13 +1,11 @@
 import { Arg, Args, Ctx, FieldResolver, ID, Query, Resolver, Root } from 'type-graphql';
-import { InvalidInputError } from '../errors/domain-errors.js';
 import { checkPageArgs } from '../graphql/connection.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import { UserType, type UserSource } from '../users/user.type.js';
 import { AuditPageArgs, AuditRecordFilterInput, UserAuditPageArgs } from './audit-record.inputs.js';
 import { AuditRecordConnection, AuditRecordType } from './audit-record.type.js';
+import { auditCursor, placeOf } from './audit-cursors.js';
 import { AuditRecordsService, MAX_AUDIT_PAGE_SIZE, type AuditPage, type AuditPageRequest } from './audit-records.service.js';
-
-const AUDIT_CURSOR = 'audit-records';
 
 function auditRecordsService(context: Context): AuditRecordsService {
   return new AuditRecordsService(context.em, requirePrincipal(context), context.runtime.urls);
@@ -17,12 +15,7 @@ function auditRecordsService(context: Context): AuditRecordsService {
 function pageRequest(args: AuditPageArgs, context: Context, scope: unknown): AuditPageRequest {
   checkPageArgs(args, MAX_AUDIT_PAGE_SIZE);
   if (!args.after) return { first: args.first };
-  const { p, t } = context.runtime.cursors.decode<{ p?: unknown; t?: unknown }>(AUDIT_CURSOR, args.after, 'cursor', scope);
-  const executionTime = typeof t === 'string' ? new Date(t) : undefined;
-  if (typeof p !== 'number' || !Number.isSafeInteger(p) || p < 1 || !executionTime || Number.isNaN(executionTime.getTime())) {
-    throw new InvalidInputError('cursor is not a valid cursor for this list');
-  }
-  return { first: args.first, after: { executionTime, position: p } };
+  return { first: args.first, after: placeOf(args.after, context, scope) };
 }
 
 /** A cursor continues only the list it came from: the same filter (as given) or the same user and window. */
@@ -30,7 +23,7 @@ function connection(page: AuditPage, request: AuditPageRequest, context: Context
   return AuditRecordConnection.from({
     ...page,
     hasPreviousPage: request.after !== undefined,
-    cursorOf: (record) => context.runtime.cursors.encode(AUDIT_CURSOR, { p: record.position, t: record.executionTime.toISOString() }, scope),
+    cursorOf: (record) => auditCursor(context, record, scope),
   });
 }
 

@@ -10,6 +10,7 @@ import type { ListAuditRecordsQuery, ListUserAuditRecordsQuery, RestAuditRecordF
 import { fromEnumName, toEnumName } from '../graphql/closed-set-enum.js';
 import { ACTOR_TYPES, METHOD_TYPES } from './audit-record.js';
 import { AUDIT_ACTIONS, AUDIT_ROOT_RESOURCE_TYPES } from './audit-enums.js';
+import { restFieldName } from './audit-field-names.js';
 
 const withFields = (file: string) => operationDocument(import.meta.url, file, './operations/audit-record-fields.graphql');
 
@@ -41,7 +42,7 @@ export function presentAuditRecord(record: RecordToPresent) {
     action: fromEnumName(record.action),
     details: {
       resource: presentReference(record.details.resource),
-      fields: record.details.fields.map((field) => ({ name: field.name, value: field.value, before_value: field.beforeValue })),
+      fields: record.details.fields.map((field) => ({ name: restFieldName(field.name), value: field.value, before_value: field.beforeValue })),
       references: record.details.references.map((group) => ({
         name: group.name,
         added: group.added?.map(presentReference) ?? null,

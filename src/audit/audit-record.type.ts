@@ -54,7 +54,7 @@ export class AuditMethodType {
 
 @ObjectType('AuditField', { description: 'One field a change set or cleared.', simpleResolvers: true })
 export class AuditFieldType {
-  @Field({ description: 'The field\'s name, as REST names it (e.g. `job_title`).' })
+  @Field({ description: 'The field\'s GraphQL name (e.g. `jobTitle`; REST names it `job_title`).' })
   name!: string;
 
   @Field(() => String, { nullable: true, description: 'The value after the change.' })

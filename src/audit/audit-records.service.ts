@@ -6,6 +6,7 @@ import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import { InvalidInputError, MissingArgumentError, NotFoundError } from '../errors/domain-errors.js';
 import { auditBodyOf, type AuditRecordBody, type StoredReference } from './audit-record.js';
 import { MALFORMED_ACTION } from './stored-record.js';
+import { graphqlFieldName } from './audit-field-names.js';
 import { recordsOfRoot, selectRecords, type AuditRow, type RecordSelection } from './audit-batches.js';
 
 export type { AuditRow } from './audit-batches.js';
@@ -23,6 +24,8 @@ export interface AuditMatch {
   methodType?: string | null;
   methodTruncatedToken?: string | null;
   actions?: readonly string[] | null;
+  /** Only records whose root resource is this user. */
+  userId?: string | null;
 }
 
 export interface AuditFilter extends AuditMatch {
@@ -131,10 +134,15 @@ export function auditSelection(filter: AuditMatch): RecordSelection {
       batchParams.push([...actions]);
     }
   }
+  const userId = filter.userId ?? undefined;
+  if (userId !== undefined) {
+    batchConditions.push('? = any(b.record_root_ids)');
+    batchParams.push(userId);
+  }
   return {
     batchConditions,
     batchParams,
-    keeps: (element) => (!actions || actions.has(element[1])) && (!rootTypes || rootTypes.has(element[2])),
+    keeps: (element) => (!actions || actions.has(element[1])) && (!rootTypes || rootTypes.has(element[2])) && (userId === undefined || (element[2] === 'user' && element[3] === userId)),
   };
 }
 
@@ -162,6 +170,26 @@ export class AuditRecordsService {
     return { items: rows.map((row) => presentAuditRow(row, this.urls)), hasNextPage: more };
   }
 
+  /**
+   * Who may follow a stream of the account's records: a user's own records to the user themself or
+   * can_update_user (an unknown user is not found), the account's to can_update_user.
+   */
+  async assertMayFollow(filter: AuditMatch): Promise<void> {
+    if (!filter.userId) {
+      policy.assertCanUpdateUsers(this.principal);
+      return;
+    }
+    policy.assertSelfOrCanUpdateUser(this.principal, filter.userId);
+    await this.assertUserOfAccount(filter.userId);
+  }
+
+  private async assertUserOfAccount(userId: string): Promise<void> {
+    const [user] = PUBLIC_ID_PATTERN.test(userId)
+      ? await this.em.execute<{ id: string }[]>('select id from users where id = ? and account_id = ?', [userId, this.principal.accountId])
+      : [];
+    if (!user) throw new NotFoundError('user');
+  }
+
   /** Where the account's chain ends now: a stream of appended records starts after it. */
   async lastPosition(): Promise<number> {
     const [head] = await this.em.execute<Array<{ position: string | number }>>('select position from audit_chain_heads where account_id = ?', [this.principal.accountId]);
@@ -187,10 +215,7 @@ export class AuditRecordsService {
   async listForUser(userId: string, filter: Pick<AuditFilter, 'since' | 'until'>, page: AuditPageRequest): Promise<AuditPage> {
     policy.assertSelfOrCanUpdateUser(this.principal, userId);
     const window = auditWindow(filter);
-    const [user] = PUBLIC_ID_PATTERN.test(userId)
-      ? await this.em.execute<{ id: string }[]>('select id from users where id = ? and account_id = ?', [userId, this.principal.accountId])
-      : [];
-    if (!user) throw new NotFoundError('user');
+    await this.assertUserOfAccount(userId);
     const { rows, more } = await recordsOfRoot(this.em, this.principal.accountId, 'user', userId, { wanted: page.first, window, before: page.after });
     return { items: rows.map((row) => presentAuditRow(row, this.urls)), hasNextPage: more };
   }
@@ -213,7 +238,7 @@ export function presentAuditRow(row: AuditRow, urls: PublicUrls): PresentedAudit
     malformed: row.malformed,
     details: {
       resource: ref('resource')(body.details.resource),
-      fields: body.details.fields,
+      fields: body.details.fields.map((field) => ({ ...field, name: graphqlFieldName(field.name) })),
       references: body.details.references.map((group, at) => ({
         name: group.name,
         added: group.added?.map(ref(`references.${at}.added`)) ?? null,

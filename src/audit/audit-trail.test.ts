@@ -265,7 +265,7 @@ describe('reads: who may read, the window, the filters, tenancy, GraphQL', () =>
       account.key,
     );
     expect(result.errors).toBeUndefined();
-    expect(result.data.auditRecords.nodes).toEqual([{ action: 'UPDATE', rootResource: { id: user.id }, details: { fields: [{ name: 'job_title', value: 'Graph', beforeValue: null }] } }]);
+    expect(result.data.auditRecords.nodes).toEqual([{ action: 'UPDATE', rootResource: { id: user.id }, details: { fields: [{ name: 'jobTitle', value: 'Graph', beforeValue: null }] } }]);
     // Older: the creation of the user's key by the fixture.
     expect(result.data.user.auditRecords).toEqual({ nodes: [{ action: 'UPDATE', method: { type: 'API_TOKEN' } }], pageInfo: { hasNextPage: true } });
   });

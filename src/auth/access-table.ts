@@ -93,7 +93,7 @@ export const ACCESS_TABLE = {
   'Mutation.disableSingleSignOn': credentials('account', 'account_admin.', ['account_admin']),
   'Query.auditRecords': read('audit_records.read', 'account', 'The account\'s trail: holders of can_update_user.', ['can_update_user']),
   'Query.userAuditRecords': read('audit_records.read', 'self-or-user-manager', 'The user themself or can_update_user.'),
-  'Subscription.auditRecordAdded': read('audit_records.read', 'account', 'As auditRecords.', ['can_update_user']),
+  'Subscription.auditRecordAdded': read('audit_records.read', 'self-or-user-manager', 'With filter.userId: that user\'s records, to the user themself or can_update_user (as userAuditRecords); without it, the account\'s, to can_update_user (as auditRecords).'),
   'Subscription.userChanged': read('users.read', 'account', 'Any user of the account; fields as the subscriber may read them.'),
   'Subscription.viewerAccessRevoked': { requires: [], target: 'own-session', rule: 'Any authenticated connection, about itself.' },
 } satisfies Record<string, AccessRow>;

@@ -138,6 +138,8 @@ export type AuditRecordFilter = {
   since: InputMaybe<Scalars['DateTime']['input']>;
   /** End of the window (at most 31 days after `since`); default now. */
   until: InputMaybe<Scalars['DateTime']['input']>;
+  /** Only records of changes made to this user (whose root resource is the user), as `userAuditRecords` lists them. On `auditRecordAdded`, the user themself may follow their own. */
+  userId: InputMaybe<Scalars['ID']['input']>;
 };
 
 /** The plural type of a record's root resource; REST shows it in lower case (`USERS` is `users`). */
