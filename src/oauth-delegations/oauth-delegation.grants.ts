@@ -53,10 +53,11 @@ export async function recordGrantDelegation(em: EntityManager, grant: GrantDeleg
 export async function revokeGrantDelegation(em: EntityManager, grantId: string, at: Date = new Date()): Promise<number> {
   const rows = await em.execute<RevokedGrantRow[]>(
     `update oauth_delegations set status = 'revoked', revoked_at = ?, revocation_reason = 'grant_revoked'
-      where grant_id = ? and status = 'issued' returning id, account_id, user_id, client_id, delegation_type`,
+      where grant_id = ? and status = 'issued' returning id, account_id, user_id, client_id, delegation_type, grant_id`,
     [at, grantId],
   );
-  await grantsRevoked(em, rows, at);
+  // The app signed its user out (RFC 7009), or the library ended a grant whose refresh token was replayed: that browser only.
+  await grantsRevoked(em, rows, at, 'theirs');
   return rows.length;
 }
 
@@ -66,14 +67,16 @@ interface RevokedGrantRow {
   user_id: string | null;
   client_id: string;
   delegation_type: DelegationType;
+  grant_id: string | null;
 }
 
 /**
  * After delegations' grants were revoked (by the authorization server, or by possession of one of
- * their tokens): one record per delegation, and a first-party delegation's user signed out: every
- * end of a user's access ends their browsers' sessions too (`endUserAccess`).
+ * their tokens): one record per delegation, and a first-party delegation's user signed out
+ * (`endUserAccess`): from the browsers whose sessions made those grants (`theirs`), or, when a
+ * token was reported as leaked, from every browser (`all`).
  */
-async function grantsRevoked(em: EntityManager, rows: readonly RevokedGrantRow[], at: Date): Promise<void> {
+async function grantsRevoked(em: EntityManager, rows: readonly RevokedGrantRow[], at: Date, browsers: 'theirs' | 'all'): Promise<void> {
   for (const row of rows) {
     recordChange(em, {
       accountId: row.account_id,
@@ -84,8 +87,16 @@ async function grantsRevoked(em: EntityManager, rows: readonly RevokedGrantRow[]
       revokesAccess: true,
     });
   }
-  const signedOut = new Map(rows.flatMap((row) => (row.user_id && REVOCABLE_TYPES.includes(row.delegation_type) ? [[row.user_id, row.account_id] as const] : [])));
-  for (const [userId, accountId] of signedOut) await endUserAccess(em, { accountId, userId }, { reason: 'grant_revoked', at }, { ids: [] });
+  const signedOut = new Map<string, { accountId: string; grantIds: string[] }>();
+  for (const row of rows) {
+    if (!row.user_id || !REVOCABLE_TYPES.includes(row.delegation_type)) continue;
+    const user = signedOut.get(row.user_id) ?? { accountId: row.account_id, grantIds: [] };
+    if (row.grant_id) user.grantIds.push(row.grant_id);
+    signedOut.set(row.user_id, user);
+  }
+  for (const [userId, { accountId, grantIds }] of signedOut) {
+    await endUserAccess(em, { accountId, userId }, { reason: 'grant_revoked', at }, { ids: [], browsers: browsers === 'all' ? 'all' : { grantIds } });
+  }
 }
 
 /**
@@ -175,10 +186,11 @@ export async function revokeDelegationsHoldingTokens(em: EntityManager, digests:
           or grant_id in (select r.grant_id from oauth_server_records r
                            where r.model in ('AccessToken', 'RefreshToken', 'ClientCredentials') and r.key_digest in (${list}) and r.grant_id is not null
                              and (r.expires_at is null or r.expires_at > ?) and r.consumed_at is null))
-      returning id, account_id, user_id, client_id, delegation_type`,
+      returning id, account_id, user_id, client_id, delegation_type, grant_id`,
     [at, at, ...digests, ...digests, at],
   );
-  await grantsRevoked(em, rows, at);
+  // A token reported as leaked: its user is signed out of every browser.
+  await grantsRevoked(em, rows, at, 'all');
   if (rows.length) delegationsRevoked.inc({ reason: 'grant_revoked' }, rows.length);
   return rows.length;
 }

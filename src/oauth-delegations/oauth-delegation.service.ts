@@ -88,8 +88,8 @@ export class OAuthDelegationsService {
       const delegation = isUuid(id) ? await em.findOne(OAuthDelegation, { id, account: this.principal.accountId, userId }) : null;
       if (!delegation) throw new NotFoundError('OAuth delegation');
       const by = { principal: this.principal, reason: 'sign_out' as const };
-      // A first-party app's delegation is the user's session in the product: its end signs the browsers out too.
-      if (delegation.status === 'issued' && REVOCABLE_TYPES.includes(delegation.delegationType)) await endUserAccess(em, { accountId: this.principal.accountId, userId }, by, { ids: [id] });
+      // A first-party app's delegation is one browser's session in the product: its end signs that browser out, and only it.
+      if (delegation.status === 'issued' && REVOCABLE_TYPES.includes(delegation.delegationType)) await endUserAccess(em, { accountId: this.principal.accountId, userId }, by, { ids: [id], browsers: { grantIds: [] } });
       else await revokeIssued(em, { accountId: this.principal.accountId, userId, ids: [id] }, { ...by, at: new Date() });
       return em.refresh(delegation) as Promise<OAuthDelegation>;
     }, 'oauthDelegations.revokeOne');

@@ -50,19 +50,21 @@ const MAX_IDS = 100;
  */
 export async function noteSignInSessionSaved(
   em: EntityManager,
-  session: { uidDigest: string; userId: string; loginTs?: number },
+  session: { uidDigest: string; userId: string; loginTs?: number; grantIds: readonly string[] },
   made?: SignInMade & SignInBrowser,
 ): Promise<void> {
+  // The grants the session made: ending one of their delegations signs out this browser only (`endUserAccess`).
+  const grantIds = `{${session.grantIds.map((id) => JSON.stringify(id)).join(',')}}`;
   if (!made) {
-    await em.execute('update sign_in_sessions set last_active_at = now() where session_uid_digest = ? and user_id = ?', [session.uidDigest, session.userId], 'run');
+    await em.execute('update sign_in_sessions set last_active_at = now(), grant_ids = ?::text[] where session_uid_digest = ? and user_id = ?', [grantIds, session.uidDigest, session.userId], 'run');
     return;
   }
   const signedInAt = session.loginTs ? new Date(session.loginTs * 1000) : new Date();
   await em.execute(
-    `insert into sign_in_sessions (id, session_uid_digest, user_id, method, identity_provider, user_agent, remote_address, signed_in_at, last_active_at)
-     values (?, ?, ?, ?, ?, ?, ?, ?, now())
+    `insert into sign_in_sessions (id, session_uid_digest, user_id, method, identity_provider, user_agent, remote_address, signed_in_at, last_active_at, grant_ids)
+     values (?, ?, ?, ?, ?, ?, ?, ?, now(), ?::text[])
      on conflict (session_uid_digest) do update set user_id = excluded.user_id, method = excluded.method, identity_provider = excluded.identity_provider,
-       user_agent = excluded.user_agent, remote_address = excluded.remote_address, signed_in_at = excluded.signed_in_at, last_active_at = now()`,
+       user_agent = excluded.user_agent, remote_address = excluded.remote_address, signed_in_at = excluded.signed_in_at, last_active_at = now(), grant_ids = excluded.grant_ids`,
     [
       randomUUID(),
       session.uidDigest,
@@ -72,6 +74,7 @@ export async function noteSignInSessionSaved(
       made.userAgent?.slice(0, USER_AGENT_MAX_LENGTH) || null,
       made.remoteAddress ?? null,
       signedInAt,
+      grantIds,
     ],
     'run',
   );

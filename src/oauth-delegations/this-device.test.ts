@@ -18,7 +18,15 @@ async function browserOf(member: Member, clientId: string) {
   const config = await discover(base(), clientId, client.None());
   const jar = new CookieJar();
   const { tokens } = await signIn({ config, baseUrl: base(), redirectUri: SPA_REDIRECT, scope: SCOPE, email: member.email, password: PASSWORD, jar });
-  return { bearer: `Bearer ${tokens.access_token}`, authorize: () => authorizeAgain(jar, config, SPA_REDIRECT) };
+  return { bearer: `Bearer ${tokens.access_token}`, tokens, config, authorize: () => authorizeAgain(jar, config, SPA_REDIRECT) };
+}
+
+/** Whether the browser is still signed in: its next authorization goes straight back to the app, not to the sign-in page. */
+async function signedIn(browser: Awaited<ReturnType<typeof browserOf>>): Promise<boolean> {
+  const next = await browser.authorize();
+  if (next.kind === 'callback') return true;
+  expect(next.kind === 'page' && next.html.includes('name="password"')).toBe(true);
+  return false;
 }
 
 /** A GraphQL call with the token alone: no cookie, as from another origin. */
@@ -56,5 +64,36 @@ describe('this device, from the token alone', () => {
     const page = (await call(`Token token=${m.ownerKey}`, PAGE, { id: m.userId })).data.user;
     expect(page.signInSessions.map((session: { current: boolean }) => session.current)).toEqual([false]);
     expect(page.oauthDelegations.nodes.every((delegation: { current: boolean }) => !delegation.current)).toBe(true);
+  });
+
+  test('signing out of this browser (revoking its own delegation) ends this browser only', async () => {
+    const m = await newMember(fixture.database);
+    const { app } = await registerApp(fixture.database, fixture.serverSecret, { accountId: m.accountId, kind: 'spa', redirectUris: [SPA_REDIRECT], scopes: SCOPE });
+    const laptop = await browserOf(m, app.clientId);
+    const phone = await browserOf(m, app.clientId);
+    const mine = (await call(laptop.bearer, PAGE, { id: m.userId })).data.user.oauthDelegations.nodes.find((delegation: { current: boolean }) => delegation.current).id as string;
+
+    const signedOut = await call(laptop.bearer, 'mutation($input: RevokeOAuthDelegationInput!) { revokeOAuthDelegation(input: $input) { oauthDelegation { id status } } }', { input: { id: mine, userId: m.userId } });
+    expect(signedOut.errors).toBeUndefined();
+    expect(await signedIn(laptop)).toBe(false);
+    expect((await call(laptop.bearer, '{ viewer { id } }', {})).errors).toBeDefined();
+    // The phone's session and token are untouched.
+    expect(await signedIn(phone)).toBe(true);
+    const fromPhone = await call(phone.bearer, PAGE, { id: m.userId });
+    expect(fromPhone.errors).toBeUndefined();
+    expect(fromPhone.data.user.signInSessions).toHaveLength(1);
+  });
+
+  test('an app revoking its refresh token (RFC 7009) signs that browser out, and only it', async () => {
+    const m = await newMember(fixture.database);
+    const { app } = await registerApp(fixture.database, fixture.serverSecret, { accountId: m.accountId, kind: 'spa', redirectUris: [SPA_REDIRECT], scopes: SCOPE });
+    const laptop = await browserOf(m, app.clientId);
+    const phone = await browserOf(m, app.clientId);
+    expect(laptop.tokens.refresh_token).toBeDefined();
+
+    await client.tokenRevocation(laptop.config, laptop.tokens.refresh_token!);
+    expect(await signedIn(laptop)).toBe(false);
+    expect(await signedIn(phone)).toBe(true);
+    expect((await call(phone.bearer, '{ viewer { id } }', {})).errors).toBeUndefined();
   });
 });

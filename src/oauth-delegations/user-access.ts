@@ -19,6 +19,12 @@ export interface DelegationsToEnd {
   ids?: readonly string[];
   /** Spares the credential making the change (the session the user changes their password in). */
   keepDelegationId?: string;
+  /**
+   * Which browsers sign out: every one of the user's (the default: sign-out everywhere, suspension,
+   * a password change), or only those whose sessions made the given grants and the delegations
+   * ended here (one browser signing out, or an app revoking its token).
+   */
+  browsers?: 'all' | { grantIds: readonly string[] };
 }
 
 /**
@@ -41,7 +47,9 @@ export async function endUserAccess(
   by: { principal?: Principal; reason: RevocationReason; at?: Date },
   scope: DelegationsToEnd = {},
 ): Promise<EndedAccess> {
-  const sessions = await endSignInSessions(em, user.userId);
+  const sessions = scope.browsers && scope.browsers !== 'all'
+    ? await endBrowsersOfGrants(em, user.userId, scope.browsers.grantIds, scope.ids ?? [])
+    : await endSignInSessions(em, user.userId);
   const delegationIds = await revokeIssued(
     em,
     { accountId: user.accountId, userId: user.userId, types: scope.types, ids: scope.ids, exceptId: scope.keepDelegationId },
@@ -106,6 +114,31 @@ export async function endSessionsByUid(em: EntityManager, uidDigests: readonly s
     [...uidDigests, ownerParam],
   );
   return { ended: ended.affectedRows ?? 0, sessionIds: removed.map((row) => row.id) };
+}
+
+/**
+ * The user's browsers whose sessions made these grants (or the grants of these delegations): each
+ * session remembers the grants it made, and each token the session it came from. Other browsers
+ * stay signed in.
+ */
+async function endBrowsersOfGrants(em: EntityManager, userId: string, grantIds: readonly string[], delegationIds: readonly string[]): Promise<number> {
+  const grants = [...grantIds];
+  if (delegationIds.length) {
+    const rows = await em.execute<{ grant_id: string }[]>(
+      `select grant_id from oauth_delegations where user_id = ? and grant_id is not null and id in (${delegationIds.map(() => '?').join(', ')})`,
+      [userId, ...delegationIds],
+    );
+    grants.push(...rows.map((row) => row.grant_id));
+  }
+  if (grants.length === 0) return 0;
+  const list = grants.map(() => '?').join(', ');
+  const sessions = await em.execute<{ uid_digest: string }[]>(
+    `select session_uid_digest as uid_digest from sign_in_sessions where user_id = ? and grant_ids && array[${list}]::text[]
+     union
+     select uid_digest from oauth_server_records where user_id = ? and model in ('AccessToken', 'RefreshToken', 'AuthorizationCode') and uid_digest is not null and grant_id in (${list})`,
+    [userId, ...grants, userId, ...grants],
+  );
+  return (await endSessionsByUid(em, sessions.map((session) => session.uid_digest), { userId })).ended;
 }
 
 /**

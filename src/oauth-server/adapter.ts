@@ -169,9 +169,15 @@ async function noteSession(em: EntityManager, payload: AdapterPayload): Promise<
   const loginTs = typeof payload.loginTs === 'number' ? payload.loginTs : undefined;
   await noteSignInSessionSaved(
     em,
-    { uidDigest: digestSecret(payload.uid), userId, loginTs },
+    { uidDigest: digestSecret(payload.uid), userId, loginTs, grantIds: grantsOfSession(payload) },
     made && request ? { ...made, userAgent: request.get('user-agent') || undefined, remoteAddress: request.req.ip } : undefined,
   );
+}
+
+/** The grants a browser's session made, one per app it signed in to (the library keeps them under `authorizations`). */
+function grantsOfSession(payload: AdapterPayload): string[] {
+  const authorizations = (payload as { authorizations?: Record<string, { grantId?: unknown }> }).authorizations ?? {};
+  return Object.values(authorizations).flatMap((authorization) => (typeof authorization?.grantId === 'string' ? [authorization.grantId] : []));
 }
 
 /** The user a session, an interaction or a code belongs to, when it has one. */
