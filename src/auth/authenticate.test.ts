@@ -35,7 +35,7 @@ test('a prefixed token its resolver does not know is still offered to the others
 });
 
 test('a credential confined to one face is refused on every other, as a wrong face (not an unknown credential)', async () => {
-  const confined: CredentialResolver = { scheme: 'bearer', async resolve() { return { kind: 'provisioning_token', confinedTo: 'scim', accountId: 'PACCT01', credentialId: 'p', scopes: new Set(), rateLimitKey: 'p' } as Principal; } };
+  const confined: CredentialResolver = { scheme: 'bearer', async resolve() { return { kind: 'provisioning_token', confinedTo: 'scim', accountId: 'PACCT01', credentialId: 'p', scopes: new Set(), rateLimitKey: 'p', ownerRights: false } as Principal; } };
   expect(await authenticate(em, 'Bearer scim_abcdefghijklmnop', [confined], 'scim')).toMatchObject({ status: 'authenticated' });
   for (const face of ['rest', 'graphql', 'websocket'] as const) {
     expect(await authenticate(em, 'Bearer scim_abcdefghijklmnop', [confined], face)).toMatchObject({ status: 'rejected', wrongFace: true });

@@ -67,6 +67,8 @@ export interface OAuthAppPrincipal extends PrincipalBase {
 export interface ProvisioningTokenPrincipal extends PrincipalBase {
   kind: 'provisioning_token';
   scopes: ReadonlySet<Scope | string>;
+  /** Created with owner rights: it may change admins' and the owner's emails; otherwise members' only. */
+  ownerRights: boolean;
 }
 
 /** Who is calling, resolved once per request and shared by every face. */

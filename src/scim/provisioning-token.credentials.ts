@@ -22,8 +22,8 @@ const provisioningTokenResolver: CredentialResolver = {
   scheme: 'bearer',
   prefix: PROVISIONING_TOKEN_PREFIX,
   async resolve(em, digest) {
-    const [row] = await readPath(em).rows<{ id: string; account_id: string; description: string | null }>(
-      'select id, account_id, description from provisioning_tokens where token_digest = ? and revoked_at is null',
+    const [row] = await readPath(em).rows<{ id: string; account_id: string; description: string | null; created_with_owner_rights: boolean }>(
+      'select id, account_id, description, created_with_owner_rights from provisioning_tokens where token_digest = ? and revoked_at is null',
       [digest],
       { prepared: true },
     );
@@ -38,6 +38,7 @@ const provisioningTokenResolver: CredentialResolver = {
       summaries: { credential: row.description },
       scopes: PROVISIONING_SCOPES,
       rateLimitKey: `provisioning-token:${row.id}`,
+      ownerRights: row.created_with_owner_rights,
     };
     return principal;
   },

@@ -9,7 +9,7 @@ import { newPublicId } from '../db/public-id.js';
  */
 @Entity({ tableName: 'provisioning_tokens' })
 export class ProvisioningToken {
-  [OptionalProps]?: 'id' | 'description' | 'createdAt' | 'revokedAt' | 'lastUsedAt' | 'tokenTail';
+  [OptionalProps]?: 'id' | 'description' | 'createdAt' | 'revokedAt' | 'lastUsedAt' | 'tokenTail' | 'createdWithOwnerRights';
 
   @PrimaryKey({ type: 'string', length: 7 })
   id: string = newPublicId();
@@ -32,6 +32,10 @@ export class ProvisioningToken {
   /** At most a minute stale, written off the request path (credential-usage.ts). */
   @Property({ type: 'Date', columnType: 'timestamptz', nullable: true })
   lastUsedAt: Date | null = null;
+
+  /** Created by the owner or the operator: it may change admins' and the owner's emails (nothing acts above its creator). */
+  @Property({ type: 'boolean' })
+  createdWithOwnerRights: boolean = false;
 
   /** The token's last 4 characters; null for tokens issued before it was kept. */
   @Property({ type: 'string', length: 4, nullable: true })

@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, FieldResolver, ID, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { DateTimeResolver } from 'graphql-scalars';
-import { policy } from '../auth/policy.js';
+import { hasOwnerRights, policy } from '../auth/policy.js';
 import { MaxLength } from '../graphql/input-bounds.js';
 import { requirePrincipal, type Context } from '../graphql/context.js';
 import type { ProvisioningToken } from './provisioning-token.entity.js';
@@ -66,7 +66,7 @@ export class ProvisioningTokenResolver {
   async createProvisioningToken(@Arg('input', () => CreateProvisioningTokenInput, { description: 'What the new provisioning token is for.' }) input: CreateProvisioningTokenInput, @Ctx() context: Context): Promise<CreateProvisioningTokenPayload> {
     const principal = requirePrincipal(context);
     policy.assertMayIssueProvisioningToken(principal);
-    const issued = await context.transactions.run(context.em, (tx) => new ProvisioningTokensService(tx).create(principal.accountId, input.description ?? undefined), 'provisioningTokens.create');
+    const issued = await context.transactions.run(context.em, (tx) => new ProvisioningTokensService(tx).create(principal.accountId, input.description ?? undefined, hasOwnerRights(principal)), 'provisioningTokens.create');
     return { provisioningToken: issued.provisioningToken, token: issued.token };
   }
 

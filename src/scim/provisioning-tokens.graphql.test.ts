@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import supertest from 'supertest';
 import { startHarness, type Credential, type Harness } from '../../test/support/harness.js';
+import { AccountsService } from '../accounts/accounts.service.js';
 import { SCOPES } from '../auth/scopes.js';
 import { scannableSecretKind } from '../auth/secret-format.js';
 import { listApiKeysCommand, revokeApiKeyCommand, rollApiKeyCommand } from '../cli/commands/api-keys.commands.js';
@@ -135,5 +136,31 @@ describe('accessctl api-keys list|revoke|roll', () => {
     const shown = await h.graphql('query($id: ID!) { apiKeys(userId: $id) { nodes { id status createdBy { id } } } }', { id: member.id }, account.key);
     expect(shown.data.apiKeys.nodes).toEqual([{ id: rolled.id, status: 'REVOKED', createdBy: null }, { id: memberKey.id, status: 'EXPIRED', createdBy: null }]);
     await expect(revokeApiKeyCommand.run(h.database, { id: 'PNOPE00' }, io)).rejects.toMatchObject({ kind: 'not_found' });
+  });
+});
+
+describe('a provisioning token acts no higher than whoever created it', () => {
+  const renameThroughScim = (token: string, userId: string) => supertest(h.app).patch(`/scim/v2/Users/${userId}`).set('Authorization', `Bearer ${token}`).set('Content-Type', 'application/scim+json')
+    .send({ schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'userName', value: `renamed-${userId.toLowerCase()}-${Date.now()}@example.com` }] });
+
+  test('an admin\'s token renames members, not another admin nor the owner; the owner\'s token renames admins', async () => {
+    const account = await h.createAccount();
+    const admin = await h.createUser(account, { role: 'admin' });
+    const otherAdmin = await h.createUser(account, { role: 'admin' });
+    const member = await h.createUser(account);
+    const byAdmin = (await h.graphql(CREATE, { description: 'made by an admin' }, admin.key)).data.createProvisioningToken.token as string;
+
+    expect((await renameThroughScim(byAdmin, member.id)).status).toBe(200);
+    for (const target of [otherAdmin.id, account.ownerId]) {
+      const refused = await renameThroughScim(byAdmin, target);
+      expect([target, refused.status]).toEqual([target, 403]);
+      expect(refused.body.detail).toContain('not created by the account owner');
+    }
+    const [{ email: unchanged }] = await h.database.em().execute<{ email: string }[]>('select email from users where id = ?', [otherAdmin.id]);
+    expect(unchanged).toBe(otherAdmin.email);
+
+    const ownerKey = await h.database.transactions.run(h.database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: account.id, userId: account.ownerId }));
+    const byOwner = (await h.graphql(CREATE, { description: 'made by the owner' }, { token: ownerKey.apiKey })).data.createProvisioningToken.token as string;
+    expect((await renameThroughScim(byOwner, otherAdmin.id)).status).toBe(200);
   });
 });

@@ -26,11 +26,12 @@ export interface ProvisioningTokenListing {
 export class ProvisioningTokensService {
   constructor(private readonly em: EntityManager) {}
 
-  async create(accountId: string, description?: string): Promise<IssuedProvisioningToken> {
+  /** `ownerRights`: the creator holds them (the owner's own credential, or the operator), and so will the token. */
+  async create(accountId: string, description?: string, ownerRights = true): Promise<IssuedProvisioningToken> {
     if (description !== undefined && description.length > 255) throw new InvalidInputError('description must be at most 255 characters');
     if (!PUBLIC_ID_PATTERN.test(accountId) || !(await this.em.findOne(Account, { id: accountId }))) throw new NotFoundError('account');
     const token = mintSecret('provisioningToken');
-    const row = this.em.create(ProvisioningToken, { account: this.em.getReference(Account, accountId), tokenDigest: digestSecret(token), tokenTail: credentialTail(token), description: description?.trim() || null });
+    const row = this.em.create(ProvisioningToken, { account: this.em.getReference(Account, accountId), tokenDigest: digestSecret(token), tokenTail: credentialTail(token), description: description?.trim() || null, createdWithOwnerRights: ownerRights });
     await this.em.persist(row).flush();
     recordChange(this.em, { accountId, action: 'create', resource: { type: 'provisioning_token', id: row.id, summary: row.description ?? undefined } });
     return { id: row.id, token, provisioningToken: row };

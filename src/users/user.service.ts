@@ -235,7 +235,8 @@ export class UsersService {
   /**
    * Self may edit own profile fields; others, and any role change, need can_update_user. An email is
    * who single sign-on may first link a person by: the owner's is changed only by the owner, an
-   * admin's only by that admin or the owner, and any by the account's identity provider (SCIM).
+   * admin's only by that admin or the owner, and any by the account's identity provider (SCIM)
+   * through a provisioning token created with owner rights (a token acts no higher than its creator).
    */
   private assertMayChange(user: LockedUser, patch: UserPatch): void {
     if (patch.email !== undefined && normalizeEmail(patch.email ?? '') !== normalizeEmail(user.email)) this.assertMayChangeEmailOf(user);
@@ -251,7 +252,10 @@ export class UsersService {
 
   private assertMayChangeEmailOf(user: LockedUser): void {
     if (user.role !== 'owner' && user.role !== 'admin') return;
-    if (this.principal.kind === 'provisioning_token') return;
+    if (this.principal.kind === 'provisioning_token') {
+      if (this.principal.ownerRights) return;
+      throw new ForbiddenError('This provisioning token was not created by the account owner: it may not change an admin\'s or the owner\'s email. The owner creates one that may.');
+    }
     const actor = isUserPrincipal(this.principal) ? this.principal : undefined;
     if (actor && (actor.userId === user.id || (user.role === 'admin' && actor.role === 'owner'))) return;
     throw new ForbiddenError(user.role === 'owner'

@@ -25,6 +25,7 @@ import { Migration20261126030000_audit_batches } from './Migration20261126030000
 import { Migration20261128070000_audit_roots_plain_insert } from './Migration20261128070000_audit_roots_plain_insert.js';
 import { Migration20261128130000_credential_rules } from './Migration20261128130000_credential_rules.js';
 import { Migration20261128200000_sign_in_session_grants } from './Migration20261128200000_sign_in_session_grants.js';
+import { Migration20261128210000_provisioning_token_rank } from './Migration20261128210000_provisioning_token_rank.js';
 import { Migration20261126020000_sso_privileged_sign_in } from './Migration20261126020000_sso_privileged_sign_in.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
@@ -56,4 +57,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261128070000_audit_roots_plain_insert', class: Migration20261128070000_audit_roots_plain_insert },
   { name: 'Migration20261128130000_credential_rules', class: Migration20261128130000_credential_rules },
   { name: 'Migration20261128200000_sign_in_session_grants', class: Migration20261128200000_sign_in_session_grants },
+  { name: 'Migration20261128210000_provisioning_token_rank', class: Migration20261128210000_provisioning_token_rank },
 ];
