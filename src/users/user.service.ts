@@ -239,6 +239,7 @@ export class UsersService {
    * through a provisioning token created with owner rights (a token acts no higher than its creator).
    */
   private assertMayChange(user: LockedUser, patch: UserPatch): void {
+    if (user.role === 'owner') this.assertIsOwnerOrOwnersIdentityProvider(user);
     if (patch.email !== undefined && normalizeEmail(patch.email ?? '') !== normalizeEmail(user.email)) this.assertMayChangeEmailOf(user);
     if (canUpdateUser(this.principal)) return;
     if (!policy.isSelf(this.principal, user.id)) {
@@ -248,6 +249,13 @@ export class UsersService {
     if (patch.active != null && patch.active !== user.active) throw new ForbiddenError('Suspending or reactivating a user requires the can_update_user permission.');
     if (patch.externalId !== undefined && patch.externalId !== user.externalId) throw new ForbiddenError('Changing externalId requires the can_update_user permission.');
     policy.assertCanWrite(this.principal);
+  }
+
+  /** The owner is changed only by the owner (or the identity provider through a token the owner created): nobody works on the top of the privilege order from below. */
+  private assertIsOwnerOrOwnersIdentityProvider(owner: LockedUser): void {
+    if (this.principal.kind === 'provisioning_token' && this.principal.ownerRights) return;
+    if (isUserPrincipal(this.principal) && this.principal.userId === owner.id) return;
+    throw new ForbiddenError('Only the account owner may change the owner.');
   }
 
   private assertMayChangeEmailOf(user: LockedUser): void {

@@ -62,7 +62,8 @@ test('every validation problem of every element is listed, in element order, and
         { id: c!.id, name: 'Valid change', description: null },
       ],
     },
-  }, account.key);
+    // The owner's own key: only the owner may change the owner (and even the owner keeps the owner role).
+  }, await h.ownerKey(account));
   expect(problemsOf(result)).toEqual([['BAD_USER_INPUT', 2001, [
     'users[0].name must not be empty',
     'users[1].color must be a color name of at most 32 characters',
@@ -147,7 +148,7 @@ test('one user: 404 for an unknown or deleted user, the single-user messages car
   expect(problemsOf(bad)).toEqual([['BAD_USER_INPUT', 2001, ['name must not be empty', 'color must be a color name of at most 32 characters']]]);
   const unknown = await h.graphql('mutation($input: UpdateUserInput!) { updateUser(input: $input) { user { id } } }', { input: { id: 'PNOPE00', name: '' } }, account.key);
   expect(problemsOf(unknown)).toEqual([['NOT_FOUND', 2100, ['The requested user was not found.']]]);
-  const owner = await h.rest('put', `/users/${account.ownerId}`, { key: account.key, body: { user: { role: 'admin' } } });
+  const owner = await h.rest('put', `/users/${account.ownerId}`, { key: await h.ownerKey(account), body: { user: { role: 'admin' } } });
   expect(errorsOf(owner)).toEqual([400, 2001, ['role of the account owner cannot be changed']]);
   const taken = await h.rest('put', `/users/${a!.id}`, { key: account.key, body: { user: { email: (await stored([account.ownerId])).get(account.ownerId)!.email } } });
   expect(errorsOf(taken)).toEqual([400, 2001, ['email has already been taken']]);

@@ -198,7 +198,9 @@ describe('PUT /users/{id}', () => {
     expect((await h.rest('put', '/users/PNOPE00', { key: account.key, body: { user: { name: 'x' } } })).status).toBe(404);
     const user = await h.createUser(account);
     expect((await h.rest('put', `/users/${user.id}`, { key: account.key, body: { user: { email: 'bad' } } })).status).toBe(400);
-    const demote = await h.rest('put', `/users/${account.ownerId}`, { key: account.key, body: { user: { role: 'user' } } });
+    // Only the owner changes the owner; the owner may not step down either.
+    expect((await h.rest('put', `/users/${account.ownerId}`, { key: account.key, body: { user: { role: 'user' } } })).status).toBe(403);
+    const demote = await h.rest('put', `/users/${account.ownerId}`, { key: await h.ownerKey(account), body: { user: { role: 'user' } } });
     expect(demote.status).toBe(400);
     expect(demote.body.error.errors[0]).toContain('owner');
   });

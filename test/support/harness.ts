@@ -73,6 +73,8 @@ export interface Harness {
   createAccount(name?: string): Promise<TestAccount>;
   createUser(account: TestAccount, options?: { role?: UserRole; name?: string; email?: string }): Promise<TestUser>;
   accountKey(account: TestAccount, options?: { readOnly?: boolean }): Promise<Credential>;
+  /** A user key of the account's owner: owner rights (the account key has an admin's). */
+  ownerKey(account: TestAccount): Promise<Credential>;
   close(): Promise<void>;
 }
 
@@ -167,6 +169,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
     async accountKey(account, keyOptions = {}) {
       const key = await database.transactions.run(database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: account.id, readOnly: keyOptions.readOnly }));
+      return { token: key.apiKey };
+    },
+    async ownerKey(account) {
+      const key = await database.transactions.run(database.em(), (tx) => new AccountsService(tx).createApiKey({ accountId: account.id, userId: account.ownerId }));
       return { token: key.apiKey };
     },
     async close() {
