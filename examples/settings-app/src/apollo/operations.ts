@@ -3,7 +3,8 @@ import { gql, type TypedDocumentNode } from '@apollo/client';
 export interface UserSummary { id: string; name: string; email: string; jobTitle: string | null; description: string | null }
 export interface SignInSession { id: string; createdAt: string; lastActiveAt: string; method: string; userAgent: string | null; current: boolean }
 export interface ApiKey { id: string; description: string | null; status: string; truncatedToken: string | null; createdAt: string }
-export interface AuditRecord { id: string; action: string; executionTime: string; rootResource: { type: string; summary: string | null } }
+interface AuditReference { type: string; summary: string | null }
+export interface AuditRecord { id: string; action: string; executionTime: string; rootResource: AuditReference; details: { resource: AuditReference } }
 
 export const VIEWER: TypedDocumentNode<{ viewer: { id: string; name: string; email: string } }> = gql`
   query Viewer { viewer { id name email } }
@@ -66,6 +67,6 @@ export const REVOKE_API_KEY: TypedDocumentNode<{ revokeApiKey: { apiKey: ApiKey 
 
 export const AUDIT_RECORD_ADDED: TypedDocumentNode<{ auditRecordAdded: { kind: 'ADDED' | 'RESYNC'; record: AuditRecord | null } }> = gql`
   subscription AuditRecordAdded {
-    auditRecordAdded { kind record { id action executionTime rootResource { type summary } } }
+    auditRecordAdded { kind record { id action executionTime rootResource { type summary } details { resource { type summary } } } }
   }
 `;

@@ -9,8 +9,9 @@ export function AuditPage() {
       {records.length === 0 && <p>Nothing has happened since you signed in.</p>}
       <ul aria-label="Audit records">
         {records.map((record) => (
-          <li key={record.id} data-action={record.action} data-resource-type={record.rootResource.type}>
-            {new Date(record.executionTime).toLocaleTimeString()} · {record.action} · {record.rootResource.type} {record.rootResource.summary ?? ''}
+          <li key={record.id} data-action={record.action} data-resource-type={record.details.resource.type}>
+            {new Date(record.executionTime).toLocaleTimeString()} · {record.action} · {record.details.resource.type} {record.details.resource.summary ?? ''}
+            {record.rootResource.type !== record.details.resource.type && record.rootResource.summary && ` (of ${record.rootResource.summary})`}
           </li>
         ))}
       </ul>
