@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
 import type { Database } from '../../src/db/database.js';
 import { openTestDatabase } from '../support/database.js';
 import { graphqlCall, newMember, PASSWORD, registerApp, startInstances, type Instance, type Member } from '../support/oauth-server.js';
@@ -156,6 +156,27 @@ afterAll(async () => {
     expect(renamed.errors).toBeUndefined();
     await page.locator('ul[aria-label="Audit records"] li[data-action="UPDATE"][data-resource-type="user_reference"]').filter({ hasText: 'Grace Brewster Hopper' }).waitFor();
     expect(frames.some((frame) => frame.includes('"auditRecordAdded"') && frame.includes('Grace Brewster Hopper'))).toBe(true);
+  }, 30_000);
+
+  test('an access token that stopped working is refreshed once and the request retried, unseen by the user', async () => {
+    // As if its 10 minutes had passed: the server no longer accepts the tab's access token.
+    await database.em().getConnection().execute("update oauth_server_records set expires_at = now() - interval '1 minute' where model = 'AccessToken'");
+    const statuses: number[] = [];
+    const onResponse = (response: Response) => {
+      if (response.url() === `${api.url}/graphql`) statuses.push(response.status());
+    };
+    page.on('response', onResponse);
+    const refreshes: string[] = [];
+    page.on('request', (request) => {
+      if (request.url() === `${api.url}/oauth/token` && request.postData()?.includes('grant_type=refresh_token')) refreshes.push(request.url());
+    });
+    // The users page opens with its list, not in this tab's cache since the step-up reloaded the app: one query.
+    await page.getByRole('link', { name: 'Users' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('table[aria-label="Users"] tbody tr').length === 10);
+    page.off('response', onResponse);
+    expect(statuses).toEqual([401, 200]);
+    expect(refreshes).toHaveLength(1);
+    expect(new URL(page.url()).origin).toBe(appServer.origin);
   }, 30_000);
 
   test('nothing was requested from another host, and the page raised no error', () => {
