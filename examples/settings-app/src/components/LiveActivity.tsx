@@ -2,7 +2,7 @@ import { createContext, useContext, useState, type ReactNode } from 'react';
 import { useSubscription } from '@apollo/client/react';
 import { AUDIT_RECORD_ADDED, type AuditRecord } from '../apollo/operations';
 
-const LiveActivityContext = createContext<{ records: AuditRecord[]; connected: boolean }>({ records: [], connected: false });
+const LiveActivityContext = createContext<AuditRecord[]>([]);
 
 /**
  * One `auditRecordAdded` subscription for the whole signed-in app (over the WebSocket), so records
@@ -10,15 +10,16 @@ const LiveActivityContext = createContext<{ records: AuditRecord[]; connected: b
  */
 export function LiveActivityProvider({ children }: { children: ReactNode }) {
   const [records, setRecords] = useState<AuditRecord[]>([]);
-  const { error, loading } = useSubscription(AUDIT_RECORD_ADDED, {
+  useSubscription(AUDIT_RECORD_ADDED, {
     onData: ({ data }) => {
       const record = data.data?.auditRecordAdded.record;
       if (record) setRecords((earlier) => [record, ...earlier]);
     },
   });
-  return <LiveActivityContext.Provider value={{ records, connected: !loading && !error }}>{children}</LiveActivityContext.Provider>;
+  return <LiveActivityContext.Provider value={records}>{children}</LiveActivityContext.Provider>;
 }
 
-export function useLiveActivity() {
+/** The records appended since this tab signed in, newest first. */
+export function useLiveActivity(): AuditRecord[] {
   return useContext(LiveActivityContext);
 }

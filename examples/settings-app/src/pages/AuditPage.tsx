@@ -2,7 +2,7 @@ import { useLiveActivity } from '../components/LiveActivity';
 
 /** The account's audit records as they are appended, newest first, pushed over the WebSocket. */
 export function AuditPage() {
-  const { records } = useLiveActivity();
+  const records = useLiveActivity();
   return (
     <section>
       <h2>Live audit trail</h2>
