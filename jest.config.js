@@ -5,6 +5,8 @@ export default {
   extensionsToTreatAsEsm: ['.ts'],
   roots: ['<rootDir>/src', '<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // The browser journey runs on its own (jest.browser.config.js, `npm run test:browser`).
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/browser/'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {
     '^.+\\.ts$': [

@@ -7,8 +7,12 @@ const ALLOWED_REQUEST_HEADERS = [
   'traceparent', 'tracestate',
 ].join(', ');
 
-/** What browser code may read of an answer: when to retry, whether it was a replay, the request id to quote, the rate budget. */
-const EXPOSED_HEADERS = 'retry-after, idempotent-replayed, x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, deprecation, link';
+/**
+ * What browser code may read of an answer: when to retry, whether it was a replay, the request id to
+ * quote, the rate budget, and the bearer challenge of a 401 (a step-up names its `max_age` there, on
+ * REST as on GraphQL, so a browser app can authorize again with it).
+ */
+const EXPOSED_HEADERS = 'retry-after, idempotent-replayed, x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, deprecation, link, www-authenticate';
 
 /**
  * Browsers on the listed origins may call both faces; any other origin gets no CORS headers
