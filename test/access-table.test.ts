@@ -3,8 +3,9 @@ import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
 import { GraphQLObjectType, GraphQLSchema, GraphQLString } from 'graphql';
 import { renderAccessTable } from '../src/app/access-table-doc.js';
-import { appSchema } from '../src/app/features.js';
-import { ACCESS_TABLE, type AccessRow } from '../src/auth/access-table.js';
+import { appSchema, features } from '../src/app/features.js';
+import { commands, operatorRowOf } from '../src/cli/command-list.js';
+import { ACCESS_TABLE, OPERATOR_COMMANDS, SCIM_ACCESS_TABLE, scimAccessRow, type AccessRow } from '../src/auth/access-table.js';
 import { assertAccess } from '../src/auth/auth-checker.js';
 import type { Principal } from '../src/auth/principal.js';
 import { USER_ROLES, type UserRole } from '../src/auth/roles.js';
@@ -43,6 +44,17 @@ describe('the table and the schema', () => {
     expect(refusal({ 'Query.declared': row })).toMatch(/Query\.undeclared has no row/);
     expect(refusal({ 'Query.declared': row, 'Query.undeclared': row, 'Query.gone': row })).toMatch(/names Query\.gone, which the schema does not have/);
     expect(refusal({ 'Query.declared': row, 'Query.undeclared': row })).toBe('installed');
+  });
+
+  test('every SCIM route and every operator command has its row, and every such row names one', () => {
+    const scimOperations = features.flatMap((feature) => (feature.scimRoutes ?? []).map((route) => route.description.operationId));
+    expect(scimOperations.filter((operationId) => !(operationId in SCIM_ACCESS_TABLE))).toEqual([]);
+    expect(Object.keys(SCIM_ACCESS_TABLE).filter((operationId) => !scimOperations.includes(operationId))).toEqual([]);
+    expect(() => scimAccessRow('noSuchScimOperation')).toThrow(/has no row/);
+    const names = commands.map((command) => command.name);
+    expect(names.filter((name) => !(name in OPERATOR_COMMANDS))).toEqual([]);
+    expect(Object.keys(OPERATOR_COMMANDS).filter((name) => !names.includes(name))).toEqual([]);
+    expect(() => operatorRowOf({ ...commands[0]!, name: 'no such command' })).toThrow(/has no row/);
   });
 
   test('docs/security.md shows the table as it is (npm run generate writes it)', () => {

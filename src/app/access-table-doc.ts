@@ -1,5 +1,5 @@
 import { getOperationAST, parse, type OperationDefinitionNode } from 'graphql';
-import { ACCESS_TABLE, type AccessRow } from '../auth/access-table.js';
+import { ACCESS_TABLE, OPERATOR_COMMANDS, SCIM_ACCESS_TABLE, type AccessRow } from '../auth/access-table.js';
 import { SCIM_BASE_PATH } from '../scim/scim.user.js';
 import { features } from './features.js';
 
@@ -26,6 +26,11 @@ function facesOf(): Map<string, string[]> {
 
 const cell = (text: string) => text.replace(/\|/g, '\\|');
 
+const holdings = (row: AccessRow) => [
+  ...row.requires.map((requirement) => `\`${requirement}\``),
+  ...(row.managesCredentials ? ['not a rolled key in its grace period', 'a browser sign-in\'s token: a sign-in within `STEP_UP_MAX_AGE_SECONDS`'] : []),
+].join(', ') || 'any credential';
+
 /** The access table as docs/security.md shows it: one row per operation, with every face it is reachable on. */
 export function renderAccessTable(): string {
   const faces = facesOf();
@@ -34,11 +39,14 @@ export function renderAccessTable(): string {
     '|---|---|---|---|---|',
   ];
   for (const [coordinate, row] of Object.entries(ACCESS_TABLE) as [string, AccessRow][]) {
-    const holds = [...row.requires.map((requirement) => `\`${requirement}\``), ...(row.managesCredentials ? ['not a rolled key in its grace period', 'a browser sign-in\'s token: a sign-in within `STEP_UP_MAX_AGE_SECONDS`'] : [])].join(', ') || 'any credential';
     const reachable = ['GraphQL', ...[...new Set(faces.get(coordinate) ?? [])]].join('<br>');
-    lines.push(`| \`${coordinate}\` | ${reachable} | ${holds} | ${row.target} | ${cell(row.rule)} |`);
+    lines.push(`| \`${coordinate}\` | ${reachable} | ${holdings(row)} | ${row.target} | ${cell(row.rule)} |`);
   }
-  return `${TABLE_START}\n${lines.join('\n')}\n${TABLE_END}`;
+  const scim = ['', 'SCIM operations (checked before the request is read; the GraphQL operations they run are checked by their rows above):', '', '| SCIM operation | the credential must hold | target | who may |', '|---|---|---|---|'];
+  for (const [operationId, row] of Object.entries(SCIM_ACCESS_TABLE) as [string, AccessRow][]) scim.push(`| \`${operationId}\` | ${holdings(row)} | ${row.target} | ${cell(row.rule)} |`);
+  const operator = ['', 'Operator commands (`accessctl`: the operator\'s rights, recorded as the operator):', '', '| command | what it may do |', '|---|---|'];
+  for (const [name, rule] of Object.entries(OPERATOR_COMMANDS)) operator.push(`| \`${name}\` | ${cell(rule)} |`);
+  return `${TABLE_START}\n${[...lines, ...scim, ...operator].join('\n')}\n${TABLE_END}`;
 }
 
 /** `markdown` with its table replaced by today's rendering; refuses a page without the markers. */

@@ -97,3 +97,64 @@ export const ACCESS_TABLE = {
   'Subscription.userChanged': read('users.read', 'account', 'Any user of the account; fields as the subscriber may read them.'),
   'Subscription.viewerAccessRevoked': { requires: [], target: 'own-session', rule: 'Any authenticated connection, about itself.' },
 } satisfies Record<string, AccessRow>;
+
+/**
+ * SCIM operations, by their OpenAPI operationId: each row is checked before the request is read,
+ * then the GraphQL operations the route runs are checked by their own rows as well. SCIM is how the
+ * account's identity provider provisions people: its writes need can_update_user, whoever the target.
+ * The SCIM face refuses to start with a route that has no row here.
+ */
+export const SCIM_ACCESS_TABLE = {
+  listScimUsers: read('users.read', 'account', 'The account\'s users, to a provisioning token or any credential that reads users.'),
+  getScimUser: read('users.read', 'account', 'As listScimUsers.'),
+  createScimUser: write('users.write', 'account', 'Holders of can_update_user: a provisioning token, an owner, an admin, a full-access account key.', ['can_update_user']),
+  replaceScimUser: write('users.write', 'self-or-manager-in-privilege-order', 'As createScimUser, and updateUser\'s privilege order (admins\' and the owner\'s emails: a token created with owner rights).', ['can_update_user']),
+  patchScimUser: write('users.write', 'self-or-manager-in-privilege-order', 'As replaceScimUser.', ['can_update_user']),
+  deleteScimUser: write('users.write', 'account', 'As createScimUser; never the owner.', ['can_update_user']),
+} satisfies Record<string, AccessRow>;
+
+/** A SCIM operation's row; a route without one stops the SCIM face from starting. */
+export function scimAccessRow(operationId: string): AccessRow {
+  const row = (SCIM_ACCESS_TABLE as Record<string, AccessRow>)[operationId];
+  if (!row) throw new Error(`the SCIM operation ${operationId} has no row in the access table (src/auth/access-table.ts)`);
+  return row;
+}
+
+/**
+ * The operator's commands (`accessctl`): whoever runs them holds the deployment's database
+ * credentials, so each acts with the operator's rights, outside the account's roles, and what it
+ * changes is recorded as the operator's (method `other`). Listed here so every way to change access
+ * is in one place; `test/access-table.test.ts` holds the command table to it.
+ */
+export const OPERATOR_COMMANDS: Record<string, string> = {
+  'bootstrap': 'Creates an account, its owner and a full-access account key.',
+  'api-keys create': 'Mints any key of any account, a USER key included (recorded as the operator, who acts for the person who asked).',
+  'api-keys list': 'Reads keys (never secrets).',
+  'api-keys revoke': 'Revokes any key.',
+  'api-keys roll': 'Rolls any key.',
+  'apps create': 'Registers an app of any kind: owner rights.',
+  'apps delete': 'Deletes an app and revokes its delegations.',
+  'apps disable': 'Disables an app: its tokens stop working.',
+  'apps enable': 'Re-enables an app: owner rights.',
+  'apps list': 'Reads an account\'s apps.',
+  'apps rotate-secret': 'Rotates an app\'s secret.',
+  'audit checkpoint': 'Signs where an account\'s chain ends.',
+  'audit export': 'Reads an account\'s trail.',
+  'audit purge': 'Removes records past the retention period, recording itself.',
+  'audit verify': 'Reads an account\'s trail and checks its chain.',
+  'db grant-app-role': 'Grants the least-privilege app role (as the schema\'s owner).',
+  'delegations create': 'Issues a delegation for a user (for scripts and tests).',
+  'migrate': 'Migrates the schema (as its owner).',
+  'oauth purge': 'Removes the authorization server\'s expired records.',
+  'oauth rotate-keys': 'Rotates the authorization server\'s signing keys.',
+  'provisioning-tokens create': 'Creates a provisioning token with owner rights.',
+  'provisioning-tokens list': 'Reads an account\'s provisioning tokens.',
+  'provisioning-tokens revoke': 'Revokes a provisioning token.',
+  'seed': 'Fills a development database with sample users.',
+  'shifts add': 'Adds an on-call shift to a user\'s calendar feed.',
+  'sso configure': 'Configures an account\'s single sign-on: owner rights.',
+  'sso disable': 'Turns single sign-on off.',
+  'sso show': 'Reads an account\'s single sign-on configuration.',
+  'subscribables add': 'Adds an entity users may subscribe to.',
+  'users set-password': 'Sets a user\'s password and ends their access.',
+};

@@ -6,23 +6,12 @@ import { openDatabase } from '../db/database.js';
 import { EmbeddedDatabaseBusyError } from '../db/embedded-lock.js';
 import { DomainError } from '../errors/domain-errors.js';
 import { allCommitHooks, allEntities } from '../app/features.js';
-import { UsageError, type CliCommand } from './command.js';
-import { bootstrapCommand, createApiKeyCommand, migrateCommand } from './commands/accounts.commands.js';
-import { seedCommand } from './commands/seed.command.js';
-import { addShiftCommand } from './commands/calendar-feed.commands.js';
-import { addSubscribableCommand } from './commands/notification-subscriptions.commands.js';
-import { createDelegationCommand } from './commands/oauth-delegations.commands.js';
-import { oauthServerCommands } from './commands/oauth-server.commands.js';
-import { ssoCommands } from './commands/sso.commands.js';
-import { provisioningTokenCommands } from './commands/provisioning-tokens.commands.js';
-import { apiKeyCommands } from './commands/api-keys.commands.js';
-import { auditCommands } from './commands/audit.commands.js';
+import { UsageError } from './command.js';
+import { commands, operatorRowOf } from './command-list.js';
 import { resolveServerSecret } from '../auth/server-secret.js';
 import { configureAuditChainKey } from '../audit/audit-chain.js';
-import { dbCommands } from './commands/db.commands.js';
 import { userInfo } from 'node:os';
 
-const commands: CliCommand[] = [migrateCommand, bootstrapCommand, createApiKeyCommand, ...apiKeyCommands, seedCommand, createDelegationCommand, addShiftCommand, addSubscribableCommand, ...oauthServerCommands, ...ssoCommands, ...provisioningTokenCommands, ...auditCommands, ...dbCommands];
 
 function usage(): string {
   return `Usage:\n${commands.map((command) => `  ${command.usage}`).join('\n')}\n\nReads DATABASE_URL (DATABASE_OWNER_URL for migrations) and DATA_DIR like the server; writes name ACCESSCTL_OPERATOR (else the OS user). With --json, stdout holds exactly one JSON object.`;
@@ -47,6 +36,8 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${argv.length ? `Unknown command: ${argv.join(' ')}\n\n` : ''}${usage()}\n`);
     return argv.length && !['help', '--help', '-h'].includes(argv[0]!) ? 2 : 0;
   }
+  // A command without a row in the access table is not run.
+  operatorRowOf(command);
   const rest = argv.slice(command.name.split(' ').length);
   let values: Record<string, string | boolean | undefined>;
   try {

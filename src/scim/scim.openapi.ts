@@ -3,6 +3,7 @@ import { MAX_SCIM_PAGE_SIZE } from './scim.discovery.js';
 import { PATCH_OP_SCHEMA } from './scim.patch.js';
 import type { ScimRoute } from './scim.route-row.js';
 import { SCIM_BASE_PATH, SCIM_USER_SCHEMA } from './scim.user.js';
+import { scimAccessRow } from '../auth/access-table.js';
 
 const SCIM_MEDIA = 'application/scim+json';
 const ref = (name: string): oas31.ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
@@ -91,7 +92,7 @@ export function buildScimOpenApiDocument(routes: readonly ScimRoute[], apiUrl: s
       summary: description.summary,
       ...(description.description ? { description: description.description } : {}),
       tags: ['SCIM Users'],
-      'x-scopes': route.requires,
+      'x-scopes': scimAccessRow(description.operationId).requires,
       parameters: (description.parameters ?? []).map((name) => PARAMETERS[name]!),
       ...(description.requestSchema ? { requestBody: { required: true, content: content(ref(description.requestSchema)) } } : {}),
       responses: { ...errors(ERROR_STATUSES), ...responses },

@@ -1,4 +1,3 @@
-import type { Requirement } from '../auth/auth-checker.js';
 import type { Principal } from '../auth/principal.js';
 import type { ExecutableRow } from '../faces/rest/executor.js';
 import type { OperationDocument } from '../rest/route.js';
@@ -39,8 +38,6 @@ export interface ScimRoute<TData = any, TCurrent = any> extends ExecutableRow {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   path: string;
   operation: OperationDocument;
-  /** Checked before the request is read: reads need users.read; writes users.write and can_update_user. */
-  requires: Requirement[];
   current?: { operation: OperationDocument; variables(request: ScimRequest): Record<string, unknown>; version(data: TCurrent): string };
   variables(request: ScimRequest, current?: TCurrent): Record<string, unknown>;
   respond(data: TData, request: ScimRequest): ScimResponse;

@@ -1,4 +1,3 @@
-import type { Requirement } from '../auth/auth-checker.js';
 import type { CreateScimUserMutation, ListScimUsersQuery, ShowScimUserQuery, UpdateScimUserMutation } from '../graphql/generated/operations.js';
 import { operationDocument } from '../rest/route.js';
 import { MAX_SCIM_PAGE_SIZE, listResponse } from './scim.discovery.js';
@@ -9,8 +8,6 @@ import type { ScimRequest, ScimRoute } from './scim.route-row.js';
 import { changesBetween, changesFromResource, presentScimUser } from './scim.user.js';
 
 const document = (file: string) => operationDocument(import.meta.url, file, './operations/scim-user-fields.graphql');
-const READ: Requirement[] = ['users.read'];
-const WRITE: Requirement[] = ['users.write', 'write', 'can_update_user'];
 /** The classic paging window of the listing: startIndex - 1 + count at most this. */
 const MAX_WINDOW = 10_000;
 
@@ -50,7 +47,6 @@ export const scimUserRoutes: ScimRoute[] = [
     method: 'get',
     path: '/Users',
     operation: document('./operations/list-scim-users.graphql'),
-    requires: READ,
     description: {
       operationId: 'listScimUsers',
       summary: 'List or look up users',
@@ -74,7 +70,6 @@ export const scimUserRoutes: ScimRoute[] = [
     method: 'get',
     path: '/Users/:id',
     operation: document('./operations/show-scim-user.graphql'),
-    requires: READ,
     description: { operationId: 'getScimUser', summary: 'Show a user', parameters: ['id'], responses: { 200: { description: 'The user.', schema: 'User' }, 404: { description: 'No such user in this account.' } } },
     variables: ({ params }) => ({ id: params.id }),
     respond: (data: ShowScimUserQuery, request) => userResponse(200, data.user, request),
@@ -83,7 +78,6 @@ export const scimUserRoutes: ScimRoute[] = [
     method: 'post',
     path: '/Users',
     operation: document('./operations/create-scim-user.graphql'),
-    requires: WRITE,
     description: {
       operationId: 'createScimUser',
       summary: 'Create a user',
@@ -98,7 +92,6 @@ export const scimUserRoutes: ScimRoute[] = [
     method: 'put',
     path: '/Users/:id',
     operation: document('./operations/update-scim-user.graphql'),
-    requires: WRITE,
     description: {
       operationId: 'replaceScimUser',
       summary: 'Replace a user',
@@ -114,7 +107,6 @@ export const scimUserRoutes: ScimRoute[] = [
     method: 'patch',
     path: '/Users/:id',
     operation: document('./operations/update-scim-user.graphql'),
-    requires: WRITE,
     current: {
       operation: document('./operations/show-scim-user.graphql'),
       variables: ({ params }) => ({ id: params.id }),
@@ -140,7 +132,6 @@ export const scimUserRoutes: ScimRoute[] = [
     method: 'delete',
     path: '/Users/:id',
     operation: operationDocument(import.meta.url, './operations/delete-scim-user.graphql'),
-    requires: WRITE,
     description: { operationId: 'deleteScimUser', summary: 'Delete a user', description: 'As DELETE /users/{id}: a tombstone; 404 afterwards. The owner cannot be deleted.', parameters: ['id'], responses: { 204: { description: 'Deleted.' }, 404: { description: 'No such user.' } } },
     variables: ({ params }) => ({ input: { id: params.id } }),
     respond: () => ({ status: 204 }),

@@ -11,6 +11,7 @@ import { classifyError } from '../../graphql/errors.js';
 import { USER_RESOURCE_TYPE, USER_SCHEMA_RESOURCE, listResponse, serviceProviderConfig } from '../../scim/scim.discovery.js';
 import { ScimInputError, sendScim } from '../../scim/scim.errors.js';
 import type { ScimRequest, ScimRoute } from '../../scim/scim.route-row.js';
+import { scimAccessRow } from '../../auth/access-table.js';
 
 /** A read-modify-write that lost a race (and had no If-Match) reads again, at most this often. */
 const STALE_RETRIES = 3;
@@ -60,11 +61,12 @@ export function scimRouter(schema: GraphQLSchema, routes: readonly ScimRoute[], 
 
   for (const { row, current } of prepared) {
     const { route } = row;
+    const access = scimAccessRow(route.description.operationId);
     const where = `${route.method.toUpperCase()} /scim/v2${route.path}`;
     router[route.method](route.path, async (req: Request, res: Response) => {
       const context = res.locals.context as Context;
       try {
-        assertRequirements(requirePrincipal(context), route.requires);
+        assertRequirements(requirePrincipal(context), access.requires);
         const request = scimRequest(req, context);
         let data: unknown;
         for (let attempt = 1; ; attempt++) {
