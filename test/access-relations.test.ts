@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { AccountsService } from '../src/accounts/accounts.service.js';
+import { issueDelegation } from '../src/oauth-delegations/oauth-delegation.service.js';
 import { ACCESS_TABLE, type TargetRule } from '../src/auth/access-table.js';
 import { startHarness, type Credential, type Harness, type TestAccount } from './support/harness.js';
 
@@ -67,6 +68,15 @@ const EXPECTED: Record<string, (actor: Actor, target: Target, relation: Relation
     if (relation === 'other account') return actor.role === 'read-only account key' ? 'FORBIDDEN' : 'BAD_USER_INPUT';
     return EXPECTED.email!(actor, target, relation);
   },
+  // Ending someone's sessions or delegations: the user themself, or can_update_user in the privilege order.
+  'end access': (actor, target, relation) => {
+    if (relation === 'other account') return ['NOT_FOUND', 'FORBIDDEN', 'BAD_USER_INPUT'];
+    if (relation === 'self') return 'ok';
+    if (!isManager(actor)) return 'FORBIDDEN';
+    if (target.role === 'owner') return 'FORBIDDEN';
+    if (target.role === 'admin') return actor.role === 'owner' ? 'ok' : 'FORBIDDEN';
+    return 'ok';
+  },
   // A credential that acts as a person is made (and rolled) by that person only.
   'mint a USER key': (_actor, _target, relation) => (relation === 'self' ? 'ok' : relation === 'other account' ? ['NOT_FOUND', 'FORBIDDEN'] : 'FORBIDDEN'),
   'roll a USER key': (_actor, _target, relation) => (relation === 'self' ? 'ok' : relation === 'other account' ? ['NOT_FOUND', 'FORBIDDEN'] : 'FORBIDDEN'),
@@ -118,6 +128,20 @@ const INVOKERS: Record<string, Invoker[]> = {
   'Mutation.updateUsers': [
     { face: 'GraphQL', check: 'email in a bulk update', run: async (actor, target) => graphqlOutcome(await h.graphql('mutation($id: ID!, $email: EmailAddress!) { updateUsers(input: { users: [{ id: $id, email: $email }] }) { users { id } } }', { id: target.id, email: newEmail() }, actor.key)) },
   ],
+  'Mutation.deleteOAuthDelegations': [
+    { face: 'GraphQL', check: 'end access', run: async (actor, target) => graphqlOutcome(await h.graphql('mutation($id: ID!) { deleteOAuthDelegations(input: { userId: $id, types: [MOBILE] }) { revokedCount } }', { id: target.id }, actor.key)) },
+    { face: 'REST', check: 'end access', run: async (actor, target) => restOutcome((await h.rest('delete', `/oauth_delegations?user_id=${target.id}&type=mobile`, { key: actor.key })).status) },
+  ],
+  'Mutation.revokeSignInSessions': [
+    { face: 'GraphQL', check: 'end access', run: async (actor, target) => graphqlOutcome(await h.graphql('mutation($id: ID!) { revokeSignInSessions(input: { userId: $id }) { revokedCount } }', { id: target.id }, actor.key)) },
+  ],
+  'Mutation.revokeOAuthDelegation': [
+    { face: 'GraphQL', check: 'end access', run: async (actor, target) => {
+      const id = await delegationOf(target.id);
+      return graphqlOutcome(await h.graphql('mutation($id: ID!, $userId: ID!) { revokeOAuthDelegation(input: { userId: $userId, id: $id }) { oauthDelegation { id } } }', { id, userId: target.id }, actor.key));
+    } },
+    { face: 'REST', check: 'end access', run: async (actor, target) => restOutcome((await h.rest('delete', `/users/${target.id}/oauth_delegations/${await delegationOf(target.id)}`, { key: actor.key })).status) },
+  ],
   'Mutation.createApiKey': [
     { face: 'GraphQL', check: 'mint a USER key', run: async (actor, target) => graphqlOutcome(await h.graphql('mutation($id: ID!) { createApiKey(input: { kind: USER, userId: $id }) { secret } }', { id: target.id }, actor.key)) },
   ],
@@ -134,6 +158,12 @@ const INVOKERS: Record<string, Invoker[]> = {
     } },
   ],
 };
+
+/** A live mobile delegation of the user, to revoke. */
+async function delegationOf(userId: string): Promise<string> {
+  const { delegation } = await h.database.transactions.run(h.database.em(), (tx) => issueDelegation(tx, { userId, type: 'mobile', scopes: 'users.read' }));
+  return delegation.id;
+}
 
 async function accountOf(userId: string): Promise<string> {
   const [row] = await h.database.em().execute<{ account_id: string }[]>('select account_id from users where id = ?', [userId]);

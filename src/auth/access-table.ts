@@ -9,7 +9,7 @@ export type TargetRule =
   | 'account'
   /** The user themself, or a holder of can_update_user. */
   | 'self-or-user-manager'
-  /** The user themself, or can_update_user; another admin's email only that admin or the owner, the owner's only the owner. */
+  /** The user themself, or can_update_user; the owner only by the owner; another admin's email, sessions and delegations only that admin or the owner. */
   | 'self-or-manager-in-privilege-order'
   /** Only the user themself (a credential that acts as a person is made by that person). */
   | 'self-only'
@@ -73,9 +73,9 @@ export const ACCESS_TABLE = {
   'Query.oauthDelegation': read('oauth_delegations.read', 'self-or-user-manager', 'The user themself or can_update_user.'),
   'Query.oauthDelegations': read('oauth_delegations.read', 'self-or-user-manager', 'The user themself or can_update_user.'),
   'Query.oauthDelegationRevocationRequestsStatus': read('oauth_delegations.read', 'account', 'account_admin.', ['account_admin']),
-  'Mutation.deleteOAuthDelegations': write('oauth_delegations.write', 'self-or-user-manager', 'The user themself or can_update_user.'),
-  'Mutation.revokeOAuthDelegation': { requires: ['oauth_delegations.write'], target: 'self-or-user-manager', rule: 'The user themself (even read-only: it lowers their own access) or can_update_user; an integration\'s account-wide one only a writing account_admin with credentials.write.' },
-  'Mutation.revokeSignInSessions': { requires: ['oauth_delegations.write'], target: 'self-or-user-manager', rule: 'The user themself (their own sessions), or can_update_user.' },
+  'Mutation.deleteOAuthDelegations': write('oauth_delegations.write', 'self-or-manager-in-privilege-order', 'The user themself or can_update_user; another admin\'s only the owner, the owner\'s only the owner.'),
+  'Mutation.revokeOAuthDelegation': { requires: ['oauth_delegations.write'], target: 'self-or-manager-in-privilege-order', rule: 'The user themself (even read-only: it lowers their own access) or can_update_user, another admin\'s only the owner, the owner\'s only the owner; an integration\'s account-wide one only a writing account_admin with credentials.write.' },
+  'Mutation.revokeSignInSessions': { requires: ['oauth_delegations.write'], target: 'self-or-manager-in-privilege-order', rule: 'The user themself (their own sessions), or can_update_user; another admin\'s only the owner, the owner\'s only the owner.' },
   'Query.apiKeys': read('credentials.read', 'self-or-user-manager', 'account_admin, or the user themself with userId.'),
   'Mutation.createApiKey': credentials('self-only', 'Account keys: a full-access account_admin with can_update_user. USER keys: only their own user. A token needs every scope.'),
   'Mutation.rollApiKey': credentials('self-only', 'As createApiKey: a USER key only by its own user; a key rolls once.'),

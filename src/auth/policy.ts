@@ -93,6 +93,18 @@ export const policy = {
   },
 
   /**
+   * Ending someone's access (their sign-in sessions, their delegations): the user themself, or a
+   * holder of can_update_user in the privilege order: another admin's only the owner, the owner's
+   * nobody else. Signing the owner out is changing the owner.
+   */
+  assertMayEndAccessOf(principal: Principal, holder: { id: string; role: UserRole }): void {
+    if (actingUserId(principal) === holder.id) return;
+    this.assertSelfOrUserManager(principal, holder.id);
+    if (holder.role === 'owner') throw new ForbiddenError('Only the account owner may end the owner\'s sessions and delegations.');
+    if (holder.role === 'admin' && !hasOwnerRights(principal)) throw new ForbiddenError('Only the admin themself or the account owner may end an admin\'s sessions and delegations.');
+  },
+
+  /**
    * Whoever creates, rolls or revokes a credential: a credential that can write, and not a key
    * rolled over and living out its grace period (it keeps working for what it did, and manages nothing).
    */

@@ -4,7 +4,7 @@ import type { Principal } from '../auth/principal.js';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
-import { lockLiveUser } from '../users/user-locks.js';
+import { lockLiveUserRole } from '../users/user-locks.js';
 import { LIVE_USER } from '../users/user.sql.js';
 import { OAuthDelegation, REVOCABLE_TYPES, type DelegationType } from './oauth-delegation.entity.js';
 import { revokeAccountWide } from './oauth-delegation.grants.js';
@@ -54,9 +54,9 @@ export class OAuthDelegationsService {
       // The user's row first (the lock order of every write about a user): a revocation queues
       // behind the user's deletion, which revokes everything itself, instead of crossing it.
       // The reference lists no 404 for this operation: an unknown user (or another account's) is invalid input.
-      if (!(await lockLiveUser(em, this.principal.accountId, userId))) {
-        throw new InvalidInputError(`user ${userId} is not a user of this account`);
-      }
+      const role = await lockLiveUserRole(em, this.principal.accountId, userId);
+      if (!role) throw new InvalidInputError(`user ${userId} is not a user of this account`);
+      policy.assertMayEndAccessOf(this.principal, { id: userId, role });
       // Signing out of the product's apps signs the user's browsers out too: no silent new code.
       const ended = await endUserAccess(em, { accountId: this.principal.accountId, userId }, { principal: this.principal, reason: 'sign_out' }, { types: [...new Set(types)] });
       // Read back after the UPDATE (not from the identity map): the client's cache gets the new status.
@@ -84,7 +84,9 @@ export class OAuthDelegationsService {
     }
     this.assertMayManage(userId);
     return this.transactions.run(this.em, async (em) => {
-      if (!(await lockLiveUser(em, this.principal.accountId, userId))) throw new NotFoundError('user');
+      const role = await lockLiveUserRole(em, this.principal.accountId, userId);
+      if (!role) throw new NotFoundError('user');
+      policy.assertMayEndAccessOf(this.principal, { id: userId, role });
       const delegation = isUuid(id) ? await em.findOne(OAuthDelegation, { id, account: this.principal.accountId, userId }) : null;
       if (!delegation) throw new NotFoundError('OAuth delegation');
       const by = { principal: this.principal, reason: 'sign_out' as const };

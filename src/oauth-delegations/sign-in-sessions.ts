@@ -6,7 +6,7 @@ import { digestSecret } from '../auth/secrets.js';
 import { recordChange } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
-import { lockLiveUser } from '../users/user-locks.js';
+import { lockLiveUserRole } from '../users/user-locks.js';
 import { isUuid } from './oauth-delegation.service.js';
 import { endSessionsByUid } from './user-access.js';
 
@@ -184,7 +184,9 @@ export class SignInSessionsService {
     if (ids && ids.length > MAX_IDS) throw new InvalidInputError(`ids names at most ${MAX_IDS} sign-in sessions`);
     const accountId = this.principal.accountId;
     return this.transactions.run(this.em, async (em) => {
-      if (!(await lockLiveUser(em, accountId, request.userId))) throw new NotFoundError('user');
+      const role = await lockLiveUserRole(em, accountId, request.userId);
+      if (!role) throw new NotFoundError('user');
+      policy.assertMayEndAccessOf(this.principal, { id: request.userId, role });
       let sessionUidDigests: string[];
       if (ids) {
         const wanted = [...new Set(ids)];

@@ -1,3 +1,4 @@
+import type { UserRole } from '../auth/roles.js';
 import type { EntityManager } from '@mikro-orm/sql';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import { LIVE_USER } from './user.sql.js';
@@ -37,3 +38,9 @@ export async function lockLiveUser(em: EntityManager, accountId: string, id: str
   return (await lockLiveUsers(em, accountId, [id])).has(id);
 }
 
+
+/** `lockLiveUser` that answers the locked user's role (what the privilege order checks), or null when there is no such live user. */
+export async function lockLiveUserRole(em: EntityManager, accountId: string, id: string): Promise<UserRole | null> {
+  const [row] = await lockLiveUserRows<{ id: string; role: UserRole }>(em, accountId, [id], 'id, role');
+  return row?.role ?? null;
+}
