@@ -185,7 +185,7 @@ describe('input errors name every bad field', () => {
     ]);
     const zone = await h.graphql(
       'mutation($input: UpdateUserInput!) { updateUser(input: $input) { user { id } } }',
-      { input: { id: account.ownerId, name: ' ', timeZone: null } },
+      { input: { id: (await h.createUser(account)).id, name: ' ', timeZone: null } },
       account.key,
     );
     expect(zone.errors![0].extensions.fields).toEqual([
