@@ -193,13 +193,14 @@ describe('input errors name every bad field', () => {
       { path: ['input', 'name'], code: 'REQUIRED', message: 'name must not be empty' },
     ]);
     expect(JSON.stringify([bad.errors, zone.errors])).not.toContain('time_zone');
+    const twice = await h.createUser(account);
     const bulk = await h.graphql(
       'mutation($input: UpdateUsersInput!) { updateUsers(input: $input) { users { id } } }',
-      { input: { users: [{ id: account.ownerId, name: 'Fine' }, { id: account.ownerId, color: ' ' }] } },
+      { input: { users: [{ id: twice.id, name: 'Fine' }, { id: twice.id, color: ' ' }] } },
       account.key,
     );
     expect(bulk.errors![0].extensions.fields).toEqual([
-      { path: ['input', 'users', 1, 'id'], code: 'DUPLICATE', message: `users[1].id ${account.ownerId} appears more than once` },
+      { path: ['input', 'users', 1, 'id'], code: 'DUPLICATE', message: `users[1].id ${twice.id} appears more than once` },
       { path: ['input', 'users', 1, 'color'], code: 'INVALID', message: 'users[1].color must be a color name of at most 32 characters' },
     ]);
     const tooLong = await h.graphql(create, { input: { name: 'n'.repeat(300), email: 'long@example.com' } }, account.key);
