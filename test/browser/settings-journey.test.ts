@@ -63,7 +63,9 @@ afterAll(async () => {
   if (builtApp) fs.rmSync(builtApp, { recursive: true, force: true });
 });
 
-(runs ? describe : describe.skip)('the settings app in a real browser', () => {
+const journey = runs ? describe : describe.skip;
+
+journey('the settings app in a real browser: sign-in, users and forms', () => {
   test('signs in with the spa app from another origin: the server\'s password page, then back in the app', async () => {
     expect(new URL(appServer.origin).port).not.toBe(new URL(api.url).port);
     await signInThroughApp(page, appServer.origin, api.url, admin);
@@ -104,7 +106,9 @@ afterAll(async () => {
     expect(sent.get('UpdateUser')).toBe(1);
     await form.getByRole('button', { name: 'Cancel' }).click();
   }, 30_000);
+});
 
+journey('the settings app in a real browser: sessions, keys with step-up, the live trail', () => {
   test('the sessions page marks this device, and ending the other session updates the list from the answer', async () => {
     const phone = await localOnlyContext(browser, refused);
     try {
