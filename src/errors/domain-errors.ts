@@ -122,8 +122,9 @@ export class ConflictError extends DomainError {
  * input on REST and GraphQL as before; the SCIM face answers it as 409 `uniqueness`.
  */
 export class DuplicateValueError extends InvalidInputError {
-  constructor(readonly field: string, detail: string) {
-    super(detail);
+  /** `path`: where the value sits in the input (GraphQL names), so a form shows the problem beside its field. */
+  constructor(readonly field: string, detail: string, path?: Array<string | number>) {
+    super(detail, undefined, path ? [{ path, code: 'DUPLICATE', message: detail }] : undefined);
   }
 }
 

@@ -29,6 +29,7 @@ import {
 import { Extensions } from 'type-graphql';
 import { InvalidInputError, type FieldProblem } from '../errors/domain-errors.js';
 import { withAllowedValues } from './closed-set-enum.js';
+import { validatorProblems } from './input-validators.js';
 
 /**
  * Every string a client sends is bounded before any resolver (and so any SQL) runs, and strings
@@ -236,19 +237,55 @@ function inputsOf(
   compiledCoercion?: CompiledCoercion,
 ): { problems: string[]; fields?: FieldProblem[]; variables?: Record<string, unknown> } {
   let variables = compiledCoercion?.(rawVariables ?? {});
+  const problems: InputProblems = { messages: [], fields: [] };
+  let coercionFailed = false;
   if (!variables) {
     // graphql-js's own coercion, for its messages (and whatever the compiled one refused).
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], rawVariables ?? {}, { maxErrors: 5 });
     if (coerced.errors) {
-      return { problems: coerced.errors.map((error) => withAllowedValues(error.message, boundedMessage(error.message))), fields: variableFieldProblems(schema, document, operation, rawVariables ?? {}) };
+      coercionFailed = true;
+      problems.messages.push(...coerced.errors.map((error) => withAllowedValues(error.message, boundedMessage(error.message))));
+      problems.fields.push(...variableFieldProblems(schema, document, operation, rawVariables ?? {}));
+      // What did coerce is still checked below, so every problem of the input is answered at once.
+      variables = partiallyCoerced(schema, operation, rawVariables ?? {});
+    } else {
+      variables = coerced.coerced;
     }
-    variables = coerced.coerced;
   }
-  const problems: InputProblems = { messages: [], fields: [] };
-  for (const site of argumentSitesOf(schema, document, operation)) {
-    site.check(valueFromAST(site.node.value, site.argument.type, variables), [site.node.name.value], problems);
-  }
+  const sites = argumentSitesOf(schema, document, operation);
+  for (const site of sites) site.check(valueFromAST(site.node.value, site.argument.type, variables), [site.node.name.value], problems);
+  // The features' own checks join only an answer that refuses the input anyway: alone, the service
+  // answers them when it executes, in its face's words.
+  if (problems.messages.length) addValidatorProblems(sites, variables, problems);
+  if (coercionFailed) return { problems: problems.messages, fields: problems.fields };
   return { problems: problems.messages, fields: problems.fields, variables };
+}
+
+/** Each variable as far as it coerces: the parts that do not are left out (undefined), and reported already. */
+function partiallyCoerced(schema: GraphQLSchema, operation: OperationDefinitionNode, rawVariables: Record<string, unknown>): Record<string, unknown> {
+  const partial: Record<string, unknown> = {};
+  for (const definition of operation.variableDefinitions ?? []) {
+    const name = definition.variable.name.value;
+    const type = typeFromAST(schema, definition.type);
+    if (!type || !isInputType(type) || !(name in rawVariables)) continue;
+    partial[name] = coerceInputValue(rawVariables[name], type, () => {});
+  }
+  return partial;
+}
+
+/** The declared validators' problems at paths nothing else reported (one problem per field). */
+function addValidatorProblems(sites: readonly ArgumentSite[], variables: Record<string, unknown>, problems: InputProblems): void {
+  const reported = new Set(problems.fields.map((field) => JSON.stringify(field.path)));
+  for (const site of sites) {
+    const value = valueFromAST(site.node.value, site.argument.type, variables);
+    for (const problem of validatorProblems(site.argument.type, value, [site.node.name.value])) {
+      const key = JSON.stringify(problem.path);
+      if (reported.has(key)) continue;
+      reported.add(key);
+      problems.fields.push(problem);
+      problems.messages.push(problem.message);
+    }
+  }
 }
 
 /**

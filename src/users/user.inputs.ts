@@ -6,7 +6,8 @@ import type { User } from './user.entity.js';
 import type { UserRow } from './user.reads.js';
 import { UserRoleEnum, UserType } from './user.type.js';
 import { MaxLength } from '../graphql/input-bounds.js';
-import { USER_FIELD_LIMITS } from './user.validation.js';
+import { registerInputValidator } from '../graphql/input-validators.js';
+import { USER_FIELD_LIMITS, userFieldProblems, type UserFields } from './user.validation.js';
 
 @InputType({ description: 'A new user. `role` defaults to USER; OWNER cannot be assigned.' })
 export class CreateUserInput {
@@ -91,6 +92,11 @@ export class UpdateUserInput {
   @Field(() => String, { nullable: true, description: 'The `User.version` this change was based on; if the user changed since, nothing is written (CONFLICT).' })
   expectedVersion?: string | null;
 }
+
+// The service's own field checks also join a refusal of the input's scalars or bounds, so a form hears of every bad field at once.
+const fieldChecks = (creating: boolean) => (value: Record<string, unknown>) => userFieldProblems(value as UserFields, { creating });
+registerInputValidator('CreateUserInput', fieldChecks(true));
+registerInputValidator('UpdateUserInput', fieldChecks(false));
 
 @InputType({ description: 'Up to 100 user changes, applied all or nothing.' })
 export class UpdateUsersInput {

@@ -63,7 +63,7 @@ export class UsersService {
         return await this.transactions.run(this.em, async (em) => {
           const writes = new UserWrites(em, this.principal.accountId);
           const holders = await writes.emailHolders([normalizeEmail(fields.email!)]);
-          if (holders.size) throw new DuplicateValueError('email', EMAIL_TAKEN);
+          if (holders.size) throw new DuplicateValueError('email', EMAIL_TAKEN, ['input', 'email']);
           if (fields.externalId != null && (await writes.externalIdHolders([fields.externalId])).size) throw new DuplicateValueError('externalId', EXTERNAL_ID_TAKEN);
           const { timeZone: accountTimeZone } = await em.findOneOrFail(Account, { id: this.principal.accountId });
           const emailSetBy = authorshipOf(this.principal);
@@ -137,7 +137,7 @@ export class UsersService {
         this.assertMayChange(user, patch);
         if (patch.expectedVersion != null && patch.expectedVersion !== user.version) throw new StaleVersionError();
         if (patch.active === false && user.role === 'owner') problems.push({ path: [...at(index), 'active'], code: 'NOT_ALLOWED', message: `${label(index)}the account owner cannot be suspended` });
-        for (const fieldProblem of userFieldProblems(patch, { creating: false })) problems.push(inputFieldProblem(at(index), fieldProblem, label(index)));
+        for (const fieldProblem of userFieldProblems(patch, { creating: false, storedColor: user.color })) problems.push(inputFieldProblem(at(index), fieldProblem, label(index)));
         if (patch.role !== undefined && patch.role !== user.role && user.role === 'owner') {
           problem(index, 'role', 'NOT_ALLOWED', 'of the account owner cannot be changed');
         }
@@ -160,7 +160,7 @@ export class UsersService {
       const holders = await writes.emailHolders(changing.map((change) => change.email));
       const batch = new Set(patches.map((patch) => patch.id));
       const taken = changing.find((change) => holders.has(change.email) && !batch.has(holders.get(change.email)!));
-      if (taken) throw new DuplicateValueError('email', `${label(taken.index)}${EMAIL_TAKEN}`);
+      if (taken) throw new DuplicateValueError('email', `${label(taken.index)}${EMAIL_TAKEN}`, [...at(taken.index), 'email']);
       const externalIds = patches.flatMap((patch, index) => (patch.externalId != null && patch.externalId !== byId.get(patch.id)!.externalId ? [{ externalId: patch.externalId, index }] : []));
       const externalIdHolders = await writes.externalIdHolders(externalIds.map((change) => change.externalId));
       const takenExternalId = externalIds.find((change) => externalIdHolders.has(change.externalId) && !batch.has(externalIdHolders.get(change.externalId)!));

@@ -60,6 +60,19 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
+/**
+ * The colors a user is shown with on schedules, as the platform names them. A color stored before
+ * this list was enforced keeps reading, and may be saved unchanged.
+ */
+export const USER_COLORS = [
+  'purple', 'red', 'green', 'blue', 'teal', 'orange', 'brown', 'turquoise', 'dark-slate-blue', 'cayenne', 'orange-red', 'dark-orchid',
+  'dark-slate-grey', 'lime', 'dark-magenta', 'lime-green', 'midnight-blue', 'deep-pink', 'dark-green', 'dark-orange', 'dark-cyan',
+  'darkolive-green', 'dark-slate-gray', 'grey20', 'firebrick', 'maroon', 'crimson', 'dark-red', 'dark-goldenrod', 'chocolate',
+  'medium-violet-red', 'sea-green', 'olivedrab', 'forest-green', 'dark-olive-green', 'blue-violet', 'royal-blue', 'indigo', 'slate-blue',
+  'saddle-brown', 'steel-blue', 'navy', 'violet',
+] as const;
+const COLOR_NAMES: ReadonlySet<string> = new Set(USER_COLORS);
+
 /** A problem of one user field: the field's (camelCase) name, a stable code, and what is wrong, without the field's name. */
 export interface UserFieldProblem {
   field: keyof UserFields;
@@ -76,7 +89,7 @@ export function restUserFieldName(field: keyof UserFields): string {
 const NOT_NULLABLE = USER_FIELD_NAMES.filter((field) => !USER_FIELDS[field].nullable);
 
 /** Every problem with the given fields at once (not the first found). */
-export function userFieldProblems(fields: UserFields, options: { creating: boolean }): UserFieldProblem[] {
+export function userFieldProblems(fields: UserFields, options: { creating: boolean; storedColor?: string }): UserFieldProblem[] {
   const problems: UserFieldProblem[] = [];
   const problem = (field: keyof UserFields, code: UserFieldProblem['code'], detail: string) => problems.push({ field, code, detail });
   // A client's null for a field that cannot be cleared (which the types above do not admit) is
@@ -104,6 +117,8 @@ export function userFieldProblems(fields: UserFields, options: { creating: boole
   }
   if (color !== undefined && (typeof color !== 'string' || color.trim() === '' || color.length > USER_FIELD_LIMITS.color)) {
     problem('color', 'INVALID', `must be a color name of at most ${USER_FIELD_LIMITS.color} characters`);
+  } else if (color !== undefined && !COLOR_NAMES.has(color) && color !== options.storedColor) {
+    problem('color', 'INVALID', `must be one of ${USER_COLORS.join(', ')}`);
   }
   if (role !== undefined && !isUserRole(role)) problem('role', 'INVALID', `must be one of ${USER_ROLES.join(', ')}`);
   if (role === 'owner') problem('role', 'NOT_ALLOWED', 'owner cannot be assigned through the API');
