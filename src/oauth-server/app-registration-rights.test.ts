@@ -143,3 +143,22 @@ describe('client-credentials tokens and a rotated secret', () => {
     expect(await answers()).toEqual([401, 401, 200]);
   });
 });
+
+describe('a registration hears of every problem at once', () => {
+  test('an empty name, a bad redirect URI among good ones and a scope the kind may not hold: one answer, each at its field', async () => {
+    const m = await newMember(fixture.database);
+    const admin = await adminOf(m);
+    const refused = await graphqlCall(first(), admin.key, REGISTER, {
+      input: { name: ' ', kind: 'THIRD_PARTY', redirectUris: ['https://partner.example.com/cb', 'javascript:alert(1)//'], scopes: ['openid', 'credentials.write'] },
+    });
+    expect(refused.errors).toHaveLength(1);
+    expect(refused.errors![0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(refused.errors![0].extensions.fields.map((field: { path: unknown[]; code: string }) => [field.path.join('.'), field.code])).toEqual([
+      ['input.name', 'INVALID'],
+      ['input.redirectUris.1', 'INVALID'],
+      ['input.scopes', 'NOT_ALLOWED'],
+    ]);
+    const [{ n }] = await fixture.database.em().execute<{ n: string }[]>('select count(*) as n from oauth_apps where account_id = ?', [m.accountId]);
+    expect(Number(n)).toBe(0);
+  });
+});

@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { isIP } from 'node:net';
-import { isForbiddenAddress } from '../http/outbound-fetch.js';
 import { recordChange, type ChangedField } from '../db/change-journal.js';
 import type { TransactionRunner } from '../db/transaction.js';
 import type { EntityManager } from '@mikro-orm/sql';
@@ -9,17 +7,16 @@ import { Account } from '../accounts/account.entity.js';
 import { isUserPrincipal, type Principal } from '../auth/principal.js';
 import { hasOwnerRights, policy } from '../auth/policy.js';
 import { mintSecret } from '../auth/secret-format.js';
-import { CREDENTIAL_SCOPES, isScope } from '../auth/scopes.js';
-import { scopesOf } from '../auth/principal.js';
 import { LockMode } from '@mikro-orm/core';
 import { PUBLIC_ID_PATTERN } from '../db/public-id.js';
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
-import { parseScopes, recordGrantDelegation, revokeClientDelegations, ISSUABLE_SCOPES } from '../oauth-delegations/oauth-delegation.service.js';
+import { parseScopes, recordGrantDelegation, revokeClientDelegations } from '../oauth-delegations/oauth-delegation.service.js';
 import { APP_KINDS, CONSENTLESS_KINDS, OAuthApp, isAppKind, type AppKind } from './oauth-app.entity.js';
 import type { Sealer } from './sealing.js';
+import { checkedName, checkedRedirectUris, checkedScopes, unchanged, valuesOrProblems } from './app-input-checks.js';
 
-export const APP_NAME_MAX = 100;
-const MAX_REDIRECT_URIS = 10;
+export { APP_NAME_MAX } from './app-input-checks.js';
+
 /** An integration acts for the account as long as the app exists; its delegation says so. */
 const INTEGRATION_DELEGATION_LIFETIME_MS = 100 * 365 * 86_400_000;
 /** How long a rotated-out client secret keeps working, at most and by default: the app's instances switch to the new one meanwhile. */
@@ -40,12 +37,6 @@ export function delegationTypeFor(kind: AppKind): 'mobile' | 'web' | 'integratio
   return kind === 'mobile' ? 'mobile' : kind === 'web' || kind === 'spa' ? 'web' : 'integration';
 }
 
-/**
- * Kinds that may hold `credentials.*`: the product's own web, mobile and browser apps (their tokens
- * manage credentials only with a recent sign-in, and a browser app's last ten minutes) and the
- * account's integrations.
- */
-const CREDENTIAL_SCOPE_KINDS: ReadonlySet<AppKind> = new Set(['web', 'mobile', 'spa', 'integration']);
 
 export interface CreateAppOptions {
   accountId: string;
@@ -70,47 +61,6 @@ export interface CreatedApp {
   clientSecret?: string;
 }
 
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-/** Schemes that run or read something where they land instead of delivering a code to an app. */
-const DANGEROUS_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:', 'filesystem:', 'view-source:', 'ws:', 'wss:', 'ftp:']);
-
-/** A host that is this machine or a private network: never where a production app's users are sent. */
-function isPrivateHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '');
-  return LOOPBACK_HOSTS.has(hostname) || host.endsWith('.localhost') || (isIP(host) !== 0 && isForbiddenAddress(host));
-}
-
-/**
- * Where each kind may send its users back: `web`, `spa` and `third_party` to https (http only on
- * loopback, and not in production); `mobile` to a private-use scheme, https, or a loopback http
- * address (any port, RFC 8252; not in production). No kind to a scheme that runs something where
- * it lands, and in production none to a loopback or private-network host. Compared as exact
- * strings; never a fragment or a wildcard.
- */
-function redirectUriProblem(raw: string, kind: AppKind, production: boolean): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return `redirect-uri "${raw}" is not an absolute URI`;
-  }
-  if (url.hash || raw.includes('#')) return `redirect-uri "${raw}" must not have a fragment`;
-  if (raw.includes('*')) return `redirect-uri "${raw}" must be exact (no wildcard)`;
-  if (DANGEROUS_SCHEMES.has(url.protocol)) return `redirect-uri "${raw}" uses a scheme no app may use`;
-  if (production && (url.protocol === 'http:' || url.protocol === 'https:') && isPrivateHost(url.hostname)) {
-    return `redirect-uri "${raw}" names a loopback or private-network host, which production apps may not use`;
-  }
-  const loopback = LOOPBACK_HOSTS.has(url.hostname);
-  if (kind === 'mobile') {
-    if (url.protocol === 'http:' && !loopback) return `redirect-uri "${raw}": a mobile app uses a private-use scheme, https, or a loopback http address`;
-    return undefined;
-  }
-  if (url.protocol === 'https:') return undefined;
-  if (url.protocol === 'http:' && loopback) return undefined;
-  if (url.protocol !== 'http:') return `redirect-uri "${raw}": only a mobile app may use a custom scheme`;
-  return `redirect-uri "${raw}" must use https (http only for localhost)`;
-}
-
 /**
  * An app that signs people in without a consent page hands whoever controls its redirect URIs the
  * tokens of everyone who opens its link: registering one, or giving it redirect URIs, scopes or its
@@ -133,49 +83,18 @@ export class AppsService {
     this.production = options.production ?? false;
   }
 
-  /** Every problem of a kind's redirect URIs at once; the clean, de-duplicated list. */
-  private redirectUrisFor(kind: AppKind, raw: readonly string[]): string[] {
-    const redirectUris = [...new Set(raw.map((uri) => uri.trim()))];
-    const problems = redirectUris.map((uri) => redirectUriProblem(uri, kind, this.production)).filter((problem): problem is string => problem !== undefined);
-    if (kind === 'integration' && redirectUris.length) problems.push('an integration app uses client credentials and takes no redirect-uri');
-    if (kind !== 'integration' && redirectUris.length === 0) problems.push('at least one --redirect-uri is required for a sign-in app');
-    if (redirectUris.length > MAX_REDIRECT_URIS) problems.push(`at most ${MAX_REDIRECT_URIS} redirect URIs`);
-    if (problems.length) throw new InvalidInputError(problems);
-    return redirectUris;
-  }
-
-  /** The scopes this kind may hold and the caller may give; the default leaves out `credentials.*`, which must be asked for. */
-  private scopesFor(kind: AppKind, raw: string | undefined, principal: Principal | undefined): string[] {
-    const scopes = parseScopes(raw ?? ISSUABLE_SCOPES.filter((scope) => !CREDENTIAL_SCOPES.has(scope) && (kind !== 'integration' || isScope(scope))).join(' '));
-    const problems: string[] = [];
-    if (kind === 'integration' && scopes.some((scope) => scope === 'openid' || scope === 'profile')) {
-      problems.push('an integration app acts for the account, not a user: openid and profile do not apply');
-    }
-    if (!CREDENTIAL_SCOPE_KINDS.has(kind) && scopes.some((scope) => CREDENTIAL_SCOPES.has(scope))) {
-      problems.push(`a ${kind} app may not hold ${[...CREDENTIAL_SCOPES].join(' or ')}: only first-party web and mobile apps and integrations may`);
-    }
-    const held = principal ? scopesOf(principal) : undefined;
-    const beyond = held ? scopes.filter((scope) => isScope(scope) && !held.has(scope)) : [];
-    if (beyond.length) problems.push(`scope ${beyond.join(' ')} is more than this token holds`);
-    if (problems.length) throw new InvalidInputError(problems);
-    return scopes;
-  }
-
-  private static validName(raw: string): string {
-    const name = raw.trim();
-    if (name === '' || name.length > APP_NAME_MAX) throw new InvalidInputError(`name must be 1 to ${APP_NAME_MAX} characters`);
-    return name;
-  }
-
   /** Registers an app; a confidential one gets a secret, returned once and stored sealed only. */
   async create(options: CreateAppOptions): Promise<CreatedApp> {
     if (!isAppKind(options.kind)) throw new InvalidInputError(`kind must be one of ${APP_KINDS.join(', ')} (got "${options.kind}")`);
     const kind = options.kind;
     if (options.principal) policy.assertManagesCredentials(options.principal);
     assertOwnerRightsFor(kind, options.principal, 'register');
-    const name = AppsService.validName(options.name);
-    const redirectUris = this.redirectUrisFor(kind, options.redirectUris);
-    const scopes = this.scopesFor(kind, options.scopes, options.principal);
+    // Every problem of the registration at once, each at its field.
+    const [name, redirectUris, scopes] = valuesOrProblems(
+      checkedName(options.name),
+      checkedRedirectUris(kind, options.redirectUris, this.production),
+      checkedScopes(kind, options.scopes, options.principal),
+    );
     if (!PUBLIC_ID_PATTERN.test(options.accountId) || !(await this.em.findOne(Account, { id: options.accountId }))) {
       throw new InvalidInputError(`account ${options.accountId} does not exist`);
     }
@@ -248,9 +167,11 @@ export class AppsService {
       || (changes.scopes !== undefined && parseScopes(changes.scopes).join(' ') !== current.scope);
     if (widens) assertOwnerRightsFor(current.kind, by.principal, 'change the redirect URIs or scopes of');
     if (changes.disabled === false && current.disabledAt !== null) assertOwnerRightsFor(current.kind, by.principal, 're-enable');
-    const name = changes.name !== undefined ? AppsService.validName(changes.name) : undefined;
-    const redirectUris = changes.redirectUris !== undefined ? this.redirectUrisFor(current.kind, changes.redirectUris) : undefined;
-    const scopes = changes.scopes !== undefined ? this.scopesFor(current.kind, changes.scopes, by.principal) : undefined;
+    const [name, redirectUris, scopes] = valuesOrProblems(
+      changes.name !== undefined ? checkedName(changes.name) : unchanged,
+      changes.redirectUris !== undefined ? checkedRedirectUris(current.kind, changes.redirectUris, this.production) : unchanged,
+      changes.scopes !== undefined ? checkedScopes(current.kind, changes.scopes, by.principal) : unchanged,
+    );
     return this.transactions.run(this.em, async (tx) => {
       const app = await this.lockApp(tx, clientId, by.accountId);
       const fields: ChangedField[] = [];

@@ -23,22 +23,31 @@ function certificatePem(base64: string): string {
  * ID publish): its entity id, its HTTP-Redirect single sign-on URL and its signing certificates.
  */
 export function parseIdentityProviderMetadata(xml: string): IdentityProviderMetadata {
-  const problems: string[] = [];
-  const document = new DOMParser({ errorHandler: { warning: () => undefined, error: (message: string) => problems.push(message), fatalError: (message: string) => problems.push(message) } }).parseFromString(xml, 'text/xml');
-  if (problems.length || !document?.documentElement) throw new InvalidInputError('the SAML metadata is not well-formed XML');
+  const parseErrors: string[] = [];
+  const document = new DOMParser({ errorHandler: { warning: () => undefined, error: (message: string) => parseErrors.push(message), fatalError: (message: string) => parseErrors.push(message) } }).parseFromString(xml, 'text/xml');
+  if (parseErrors.length || !document?.documentElement) throw metadataProblems(['the SAML metadata is not well-formed XML']);
   const descriptor = document.getElementsByTagNameNS(METADATA_NS, 'IDPSSODescriptor')[0];
-  if (!descriptor) throw new InvalidInputError('the SAML metadata describes no identity provider (no IDPSSODescriptor)');
+  if (!descriptor) throw metadataProblems(['the SAML metadata describes no identity provider (no IDPSSODescriptor)']);
   let entity = descriptor.parentNode as Element | null;
   while (entity && entity.localName !== 'EntityDescriptor') entity = entity.parentNode as Element | null;
   const entityId = entity?.getAttribute('entityID') ?? '';
-  if (!entityId) throw new InvalidInputError('the SAML metadata names no entityID');
   const services = Array.from(descriptor.getElementsByTagNameNS(METADATA_NS, 'SingleSignOnService'));
   const ssoUrl = services.find((service) => service.getAttribute('Binding') === REDIRECT_BINDING)?.getAttribute('Location') ?? '';
-  if (!/^https?:\/\//.test(ssoUrl)) throw new InvalidInputError('the SAML metadata has no HTTP-Redirect SingleSignOnService');
   const certificates = Array.from(descriptor.getElementsByTagNameNS(METADATA_NS, 'KeyDescriptor'))
     .filter((key) => (key.getAttribute('use') ?? 'signing') === 'signing')
     .flatMap((key) => Array.from(key.getElementsByTagNameNS(SIGNATURE_NS, 'X509Certificate')))
     .map((element) => certificatePem(element.textContent ?? ''));
-  if (!certificates.length) throw new InvalidInputError('the SAML metadata has no signing certificate');
+  // Every missing piece at once, so an identity admin fixes the metadata in one go.
+  const problems = [
+    ...(entityId ? [] : ['the SAML metadata names no entityID']),
+    ...(/^https?:\/\//.test(ssoUrl) ? [] : ['the SAML metadata has no HTTP-Redirect SingleSignOnService']),
+    ...(certificates.length ? [] : ['the SAML metadata has no signing certificate']),
+  ];
+  if (problems.length) throw metadataProblems(problems);
   return { entityId, ssoUrl, certificates: [...new Set(certificates)] };
+}
+
+/** The metadata's problems, each at the input field that carried it. */
+function metadataProblems(problems: string[]): InvalidInputError {
+  return InvalidInputError.ofFields(problems.map((message) => ({ path: ['input', 'saml', 'metadataXml'], code: 'INVALID', message })));
 }

@@ -86,6 +86,20 @@ describe('configureSingleSignOn and disableSingleSignOn', () => {
     expect(await ssoRows(harness, account.id)).toBe(0);
   });
 
+  test('every problem of the provider\'s settings in one answer, each at its field', async () => {
+    const account = await harness.createAccount();
+    const pathsOf = (result: { errors?: Array<{ extensions?: { fields?: Array<{ path: unknown[] }> } }> }) => result.errors?.[0]?.extensions?.fields?.map((field) => field.path.join('.'));
+    const bare = '<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"><md:IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol"/></md:EntityDescriptor>';
+    const saml = await harness.graphql(CONFIGURE, { input: { saml: { metadataXml: bare } } }, account.key);
+    expect(saml.errors![0].extensions.fields.map((field: { message: string }) => field.message)).toEqual([
+      'the SAML metadata names no entityID', 'the SAML metadata has no HTTP-Redirect SingleSignOnService', 'the SAML metadata has no signing certificate',
+    ]);
+    expect(pathsOf(saml)).toEqual(['input.saml.metadataXml', 'input.saml.metadataXml', 'input.saml.metadataXml']);
+    const oidc = await harness.graphql(CONFIGURE, { input: { oidc: { issuer: 'ftp://idp.example.com', clientId: ' ', clientSecret: SECRET } } }, account.key);
+    expect(pathsOf(oidc)).toEqual(['input.oidc.issuer', 'input.oidc.clientId']);
+    expect(await ssoRows(harness, account.id)).toBe(0);
+  });
+
   test('only account admins: a member, a read-only user, a read-only account key are FORBIDDEN; another account is untouched', async () => {
     const account = await harness.createAccount();
     const other = await harness.createAccount();

@@ -63,15 +63,28 @@ export function ssoSecretSealer(serverSecret: Buffer): Sealer {
   return new Sealer(serverSecret, 'sso-client-secrets');
 }
 
-function httpUrl(value: string, what: string): string {
+/** An http(s) URL without its trailing slash, or why it is not one. */
+function httpUrl(value: string, what: string): { url: string } | { problem: string } {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new InvalidInputError(`${what} must be an absolute URL`);
+    return { problem: `${what} must be an absolute URL` };
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new InvalidInputError(`${what} must be an http(s) URL`);
-  return url.href.replace(/\/$/, '');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return { problem: `${what} must be an http(s) URL` };
+  return { url: url.href.replace(/\/$/, '') };
+}
+
+/** The OIDC provider's settings, checked together: every problem at its field, in one answer. */
+function checkedOidc(oidc: NonNullable<ConfigureSsoInput['oidc']>): { issuer: string; clientId: string; secret: string | undefined } {
+  const issuer = httpUrl(oidc.issuer.trim(), 'the OIDC issuer');
+  const clientId = oidc.clientId.trim();
+  const problems = [
+    ...('problem' in issuer ? [{ path: ['input', 'oidc', 'issuer'], code: 'INVALID', message: issuer.problem }] : []),
+    ...(!clientId || clientId.length > 255 ? [{ path: ['input', 'oidc', 'clientId'], code: 'INVALID', message: 'the OIDC client id must be 1 to 255 characters' }] : []),
+  ];
+  if (problems.length) throw InvalidInputError.ofFields(problems);
+  return { issuer: (issuer as { url: string }).url, clientId, secret: oidc.clientSecret };
 }
 
 /** What identifies the provider that vouches for a sign-in: its protocol, issuer or entity id, client id and signing certificates. */
@@ -93,12 +106,7 @@ export class SsoService {
    */
   async configure(input: ConfigureSsoInput, options: { verifyIssuer?: (issuer: string) => Promise<unknown> } = {}): Promise<SsoConfiguration> {
     if (Boolean(input.oidc) === Boolean(input.samlMetadataXml !== undefined)) throw new InvalidInputError('configure exactly one provider: OIDC (issuer, client id, secret) or SAML metadata');
-    const oidc = input.oidc && {
-      issuer: httpUrl(input.oidc.issuer.trim(), 'the OIDC issuer'),
-      clientId: input.oidc.clientId.trim(),
-      secret: input.oidc.clientSecret,
-    };
-    if (oidc && (!oidc.clientId || oidc.clientId.length > 255)) throw new InvalidInputError('the OIDC client id must be 1 to 255 characters');
+    const oidc = input.oidc && checkedOidc(input.oidc);
     const saml = input.samlMetadataXml !== undefined ? parseIdentityProviderMetadata(input.samlMetadataXml) : undefined;
     if (oidc && options.verifyIssuer) await options.verifyIssuer(oidc.issuer);
     const displayName = (input.displayName?.trim() || new URL(oidc?.issuer ?? saml!.ssoUrl).hostname).slice(0, 100);
