@@ -45,7 +45,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   // Read at start: a manifest that cannot be read stops the server rather than serving without it.
   const trustedDocuments = settings.graphqlTrustedDocuments ? readTrustedDocuments(settings.graphqlTrustedDocuments) : undefined;
   const queryLimits = { maxDepth: settings.graphqlMaxDepth, maxCost: settings.graphqlMaxCost };
-  const apollo = await startApolloServer({ schema, log, introspection: settings.introspection, landingPage: settings.landingPage, limits: queryLimits, plugins: [operationObservabilityPlugin()] });
+  const apollo = await startApolloServer({ schema, log, introspection: settings.introspection, limits: queryLimits, plugins: [operationObservabilityPlugin()] });
   const live = await startLiveUpdates({
     httpServer: managedServer.server, schema, database, runtime, rateLimiter, logger, queryLimits, trustedDocuments,
     limits: options.liveUpdates ?? DEFAULT_LIVE_LIMITS,

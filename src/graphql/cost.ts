@@ -19,7 +19,7 @@ export const DEFAULT_MAX_COST = 100_000;
  * selections' cost once per element it can return. A field taking `first` (a connection) can
  * return `first` elements, whether `first` is a literal, a variable, a variable's default or the
  * argument's default (the library coerces all of them like execution does); other fields return
- * one. Introspection costs nothing (Apollo Sandbox and codegen need it).
+ * one. Introspection costs nothing (explorers and codegen need it).
  */
 const valuesInResponse: ComplexityEstimator = ({ field, args, childComplexity }) => {
   if (field.name.startsWith('__')) return 0;

@@ -21,7 +21,7 @@ function reportAs(limit: 'depth') {
 }
 
 /**
- * The depth limit for client operations (introspection is exempt, so Apollo Sandbox works). The
+ * The depth limit for client operations (introspection is exempt, so explorers such as GraphiQL work). The
  * cost limit depends on the variables (`first`), so it is checked once they are known
  * (`assertOperationCostWithin`, src/graphql/cost.ts), not by a validation rule.
  */

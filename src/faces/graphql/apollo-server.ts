@@ -1,6 +1,5 @@
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
-import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { GraphQLError, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { reportFailure, type FailureLog } from '../../http/answer-error.js';
@@ -153,7 +152,6 @@ export interface ApolloOptions {
   schema: GraphQLSchema;
   log: FailureLog;
   introspection: boolean;
-  landingPage: boolean;
   limits: QueryLimits;
   plugins?: ApolloServerPlugin<Context>[];
 }
@@ -186,7 +184,8 @@ export async function startApolloServer(options: ApolloOptions): Promise<ApolloS
       ApolloServerPluginCacheControlDisabled(),
       uncacheableResponses(),
       documentErrorsMarked(),
-      options.landingPage ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: false }) : ApolloServerPluginLandingPageDisabled(),
+      // The explorer is served by the GraphQL face itself, from this server's own files (explorer.ts).
+      ApolloServerPluginLandingPageDisabled(),
       workBeforeAnswer(options.log),
       failuresReported(options.log),
       inputBoundsAndCost(options.limits.maxCost),

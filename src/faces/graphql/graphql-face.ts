@@ -9,6 +9,7 @@ import { inSequence } from '../../http/in-sequence.js';
 import { trustedDocumentsOnly, type TrustedDocuments } from '../../http/trusted-documents.js';
 import { graphqlOperationScope } from '../../observability/http.js';
 import { sendGraphQLError } from './error-response.js';
+import { explorer } from './explorer.js';
 import { apolloHttpHandler } from './http-handler.js';
 import { screenGraphQLRequest } from './screen-request.js';
 
@@ -75,7 +76,7 @@ export function mountGraphQLFace(app: Express, options: GraphQLFaceOptions): voi
     GRAPHQL_PATH,
     inSequence(
       graphqlOperationScope(),
-      ...(options.landingPage ? [] : [noExplorerPage]),
+      options.landingPage ? explorer : noExplorerPage,
       credentialRequired,
       express.json({ limit: '1mb' }),
       screenGraphQLRequest,
