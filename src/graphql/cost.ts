@@ -89,10 +89,23 @@ export function operationCost(schema: GraphQLSchema, document: DocumentNode, ope
   return cost;
 }
 
-/** Refuses (BAD_USER_INPUT, `queryLimit: "cost"`) an operation whose cost with these variables is over `maxCost`. */
-export function assertOperationCostWithin(maxCost: number, schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): void {
+/**
+ * Operation cost per point of the rate budget, as GitHub's GraphQL API charges points by the nodes a
+ * query may touch: an operation draws `ratePointsOf(cost)` points. `{ viewer { id } }` draws 1,
+ * the benchmark's nested page of 25 users 3, a settings page of 50 users with 50 delegations and 50
+ * subscriptions each 51, the largest operation the default cost limit lets through 100.
+ */
+export const COST_PER_RATE_POINT = 1_000;
+
+/** The rate points an operation of this cost draws: at least 1, as every request. */
+export function ratePointsOf(cost: number): number {
+  return Math.max(1, Math.ceil(cost / COST_PER_RATE_POINT));
+}
+
+/** Refuses (BAD_USER_INPUT, `queryLimit: "cost"`) an operation whose cost with these variables is over `maxCost`; returns its cost. */
+export function assertOperationCostWithin(maxCost: number, schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): number {
   const cost = operationCost(schema, document, operationName, variables);
-  if (cost <= maxCost) return;
+  if (cost <= maxCost) return cost;
   throw new GraphQLError(`The operation may cost ${cost}, more than the limit of ${maxCost}: each field costs 1, times the \`first\` of the connections around it; a connection adds the rows it reads, a \`totalCount\` ${COUNTED_ROWS} rows, a search ${SEARCH_FACTOR} times as many. Ask for smaller pages, fewer counts or narrower searches.`, {
     extensions: { [QUERY_LIMIT_EXTENSION]: 'cost', http: { status: 400 } },
   });
