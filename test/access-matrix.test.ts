@@ -144,6 +144,7 @@ const OUTSIDE_SCOPE_TABLE: Record<string, string> = {
   'Mutation.configureSingleSignOn': 'account_admin, write, a token needs credentials.write; src/sso/sso.graphql.test.ts',
   'Mutation.disableSingleSignOn': 'account_admin, write, a token needs credentials.write; src/sso/sso.graphql.test.ts',
   'Query.subscribables': 'any member of the account, a token needs subscribers.read; src/notification-subscriptions/subscribables.graphql.test.ts',
+  'Query.rateLimit': 'any authenticated credential, no scope: its own rate budget; test/rate-budget-cost.test.ts',
 };
 
 interface CredentialKind {

@@ -22,7 +22,7 @@ export type AppSettings = Pick<
   'publicApiUrl' | 'publicWebUrl' | 'publicFeedUrl' | 'apiVendor' | 'introspection' | 'landingPage' | 'corsOrigins' | 'graphqlMaxDepth' | 'graphqlMaxCost'
 > &
   /** Unset: the document is served, the page is not; no proxy is trusted. */
-  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'trustProxy' | 'auditRetentionDays' | 'nodeEnv' | 'graphqlTrustedDocuments' | 'stepUpMaxAgeSeconds'>>;
+  Partial<Pick<AppConfig, 'openapiDocument' | 'apiDocsPage' | 'trustProxy' | 'auditRetentionDays' | 'nodeEnv' | 'graphqlTrustedDocuments' | 'stepUpMaxAgeSeconds' | 'graphqlMaxRootFields' | 'graphqlMaxDbConnectionsPerRequest'>>;
 
 export interface AppOptions {
   settings: AppSettings;

@@ -25,6 +25,7 @@ import { observeRequests } from '../observability/http.js';
 import { reportRateLimitStore } from '../observability/metrics.js';
 import { buildRuntime, type App, type AppOptions } from './app-options.js';
 import { appSchema, features } from './features.js';
+import { DEFAULT_DB_CONNECTIONS_PER_REQUEST } from '../db/connection-share.js';
 import { idempotencyKeyPurge, startJobs } from './jobs.js';
 import { mountSelfDescriptions, restOpenApiDocument } from './self-description.js';
 
@@ -44,7 +45,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   const idempotency = { store: idempotencyStore, sealingKey: deriveKey(options.serverSecret, 'idempotency-responses'), logger };
   // Read at start: a manifest that cannot be read stops the server rather than serving without it.
   const trustedDocuments = settings.graphqlTrustedDocuments ? readTrustedDocuments(settings.graphqlTrustedDocuments) : undefined;
-  const queryLimits = { maxDepth: settings.graphqlMaxDepth, maxCost: settings.graphqlMaxCost };
+  const queryLimits = { maxDepth: settings.graphqlMaxDepth, maxCost: settings.graphqlMaxCost, maxRootFields: settings.graphqlMaxRootFields };
+  const connectionsPerRequest = settings.graphqlMaxDbConnectionsPerRequest ?? DEFAULT_DB_CONNECTIONS_PER_REQUEST;
   const apollo = await startApolloServer({ schema, log, introspection: settings.introspection, limits: queryLimits, plugins: [operationObservabilityPlugin()] });
   const live = await startLiveUpdates({
     httpServer: managedServer.server, schema, database, runtime, rateLimiter, logger, queryLimits, trustedDocuments,
@@ -67,7 +69,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const openApiDocument = restOpenApiDocument(settings);
   mountSelfDescriptions(app.router, openApiDocument, settings);
 
-  app.use(inSequence(requestContext({ database, runtime, logger }), limitPerCredential(rateLimiter)));
+  app.use(inSequence(requestContext({ database, runtime, logger, connectionsPerRequest }), limitPerCredential(rateLimiter)));
   mountScimFace(app, { schema, routes: features.flatMap((feature) => feature.scimRoutes ?? []), log });
   mountGraphQLFace(app, { apollo, idempotency, trustedDocuments, landingPage: settings.landingPage });
   mountRestFace(app, { schema, routes: features.flatMap((feature) => feature.routes), apiVendor: settings.apiVendor, idempotency, log });

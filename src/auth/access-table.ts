@@ -49,6 +49,7 @@ const credentials = (target: TargetRule, rule: string, more: Requirement[] = [])
  */
 export const ACCESS_TABLE = {
   'Query.viewer': read('users.read', 'own-session', 'The user the credential acts as.'),
+  'Query.rateLimit': { requires: [], target: 'own-session', rule: 'Any authenticated credential, about its own rate budget.' },
   'Query.user': read('users.read', 'account', 'Any user of the account.'),
   'Query.users': read('users.read', 'account', 'The account\'s users.'),
   'Mutation.createUser': write('users.write', 'account', 'Holders of can_update_user.', ['can_update_user']),

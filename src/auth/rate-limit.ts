@@ -18,7 +18,10 @@ export interface RateDecision {
 export type RateLimitStoreState = 'memory' | 'up' | 'down';
 
 export interface RateLimiter {
-  consume(key: string): Promise<RateDecision>;
+  /** Draws `points` (default 1) of `key`'s budget; refused when fewer remain (the points then stay drawn unless refunded). */
+  consume(key: string, points?: number): Promise<RateDecision>;
+  /** Gives back points a refused draw took, so a request refused for its cost does not spend the budget it could not use. */
+  refund(key: string, points: number): Promise<void>;
   storeState(): RateLimitStoreState;
   close(): Promise<void>;
 }
@@ -146,14 +149,18 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   });
 
   return {
-    async consume(key) {
+    async consume(key, points = 1) {
       if (firstConnection) await firstConnection;
       try {
-        return decision(await limiter.consume(key), true);
+        return decision(await limiter.consume(key, points), true);
       } catch (rejection) {
         if (rejection instanceof RateLimiterRes) return decision(rejection, false);
         throw rejection;
       }
+    },
+    async refund(key, points) {
+      // Best effort: a store that cannot take the refund keeps the points drawn, never fails the answer.
+      await limiter.reward(key, points).catch(() => {});
     },
     storeState() {
       if (!redis) return 'memory';

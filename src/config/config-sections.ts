@@ -1,6 +1,8 @@
 import path from 'node:path';
 import { isIP } from 'node:net';
 import { DEFAULT_MAX_COST } from '../graphql/cost.js';
+import { DEFAULT_MAX_ROOT_FIELDS } from '../graphql/limits.js';
+import { DEFAULT_DB_CONNECTIONS_PER_REQUEST } from '../db/connection-share.js';
 import type { AppConfig } from './config.js';
 import type { ConfigReader } from './config-reader.js';
 
@@ -121,12 +123,17 @@ export function securityConfig(reader: ConfigReader, production: boolean): Pick<
 }
 
 /** The GraphQL endpoint: what it shows outside production, and the bounds of what it runs. */
-export function graphqlConfig(reader: ConfigReader, production: boolean): Pick<AppConfig, 'introspection' | 'landingPage' | 'graphqlMaxDepth' | 'graphqlMaxCost' | 'graphqlTrustedDocuments'> {
+export function graphqlConfig(
+  reader: ConfigReader,
+  production: boolean,
+): Pick<AppConfig, 'introspection' | 'landingPage' | 'graphqlMaxDepth' | 'graphqlMaxCost' | 'graphqlMaxRootFields' | 'graphqlMaxDbConnectionsPerRequest' | 'graphqlTrustedDocuments'> {
   return {
     introspection: reader.boolean('GRAPHQL_INTROSPECTION', !production),
     landingPage: reader.boolean('GRAPHQL_LANDING_PAGE', !production),
     graphqlMaxDepth: reader.integer('GRAPHQL_MAX_DEPTH', 12, 1, 100),
     graphqlMaxCost: reader.integer('GRAPHQL_MAX_COST', DEFAULT_MAX_COST, 1, 10_000_000),
+    graphqlMaxRootFields: reader.integer('GRAPHQL_MAX_ROOT_FIELDS', DEFAULT_MAX_ROOT_FIELDS, 1, 1_000),
+    graphqlMaxDbConnectionsPerRequest: reader.integer('GRAPHQL_MAX_DB_CONNECTIONS_PER_REQUEST', DEFAULT_DB_CONNECTIONS_PER_REQUEST, 1, 1_000),
     graphqlTrustedDocuments: reader.read('GRAPHQL_TRUSTED_DOCUMENTS') || undefined,
   };
 }

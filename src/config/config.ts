@@ -62,6 +62,10 @@ export interface AppConfig {
   landingPage: boolean;
   graphqlMaxDepth: number;
   graphqlMaxCost: number;
+  /** Root fields (aliases counted, introspection not) one operation may select. */
+  graphqlMaxRootFields: number;
+  /** Pooled database connections one request may hold at once; its other statements wait for one of them. */
+  graphqlMaxDbConnectionsPerRequest: number;
   /** An Apollo persisted-query manifest: `/graphql` then runs only its operations. Unset: any operation. */
   graphqlTrustedDocuments?: string;
   /** PostgreSQL only: any statement running longer is cancelled and the request answered 503. */

@@ -98,6 +98,8 @@ export interface Database {
   orm: MikroORM;
   kind: 'embedded' | 'postgresql';
   em(): EntityManager;
+  /** How long a statement waits for a pooled connection (DATABASE_POOL_TIMEOUT_MS); a request's wait for its share is bounded alike. */
+  poolTimeoutMs: number;
   /** Every write goes through it: lock timeout, bounded retries of deadlocks and serialization failures. */
   transactions: TransactionRunner;
   /** With read replicas: where each request's presenting reads go (the app attaches every request's entity manager to it). */
@@ -272,6 +274,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     orm,
     kind,
     em,
+    poolTimeoutMs: options.poolTimeoutMs ?? DEFAULT_POOL_TIMEOUT_MS,
     transactions,
     readRouting,
     async migrate() {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/sql';
+import { connectionShareOf } from './connection-share.js';
 import { routePresentingRead } from './read-routing.js';
 import type { StatementConnection } from './replicas.js';
 
@@ -183,7 +184,16 @@ export function readPath(em: EntityManager): ReadPath {
         throw em.getDriver().convertException(error as Error);
       }
     };
-    return options.replica ? routePresentingRead(em, primary, read) : read(primary);
+    // Within the request's share of the pool: parallel resolvers queue here rather than take every pooled connection.
+    const share = connectionShareOf(em);
+    if (!share) return options.replica ? routePresentingRead(em, primary, read) : read(primary);
+    const waiting = share.enter();
+    if (waiting) await waiting;
+    try {
+      return await (options.replica ? routePresentingRead(em, primary, read) : read(primary));
+    } finally {
+      share.leave();
+    }
   };
   return {
     rows<T extends object>(sql: string, params: readonly unknown[], options: ReadOptions = {}) {

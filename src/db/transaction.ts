@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/sql';
 import { ServiceUnavailableError } from '../errors/domain-errors.js';
+import { connectionShareOf } from './connection-share.js';
 import { openJournal, type CommitHook, type WriteOrigin } from './change-journal.js';
 import { callFunctions } from './write-path.js';
 
@@ -146,6 +147,12 @@ export class TransactionRunner {
 
   async run<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>, label = 'write'): Promise<T> {
     if (em.isInTransaction()) return work(em);
+    // A transaction holds one connection from its first statement to its commit: one place of the request's share.
+    const share = connectionShareOf(em);
+    return share ? share.run(() => this.runOutermost(em, work, label)) : this.runOutermost(em, work, label);
+  }
+
+  private async runOutermost<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>, label: string): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         const result = await em.transactional(

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/sql';
+import type { RequestBudget } from '../http/rate-budget.js';
 import type { Runtime } from '../http/runtime.js';
 import type { Authentication } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
@@ -28,6 +29,8 @@ export interface Context {
    * A subscription has none: each of its events is sent as soon as it is executed.
    */
   beforeAnswer?: BeforeAnswer;
+  /** Over HTTP: the request's draws on its rate budget; an operation draws its cost once it is known. */
+  rateBudget?: RequestBudget;
 }
 
 export function createContext(options: { em: EntityManager; authentication: Authentication; requestId: string; runtime: Runtime; transactions: TransactionRunner; clientAddress?: string; browserSession?: string; live?: LiveSession }): Context {

@@ -8,6 +8,7 @@ import { installAccessChecks } from './access-checks.js';
 import { unboundedStringInputs } from './input-bounds.js';
 import { installPlainResolvers } from './plain-resolvers.js';
 import { contextOnlyPubSub } from './live-session.js';
+import { RateLimitResolver } from './rate-limit.resolver.js';
 
 /**
  * The schema every face executes against, from the resolvers given (every feature's), each operation
@@ -16,7 +17,8 @@ import { contextOnlyPubSub } from './live-session.js';
  */
 export function buildAppSchema(resolvers: readonly Function[]): Promise<GraphQLSchema> {
   return buildSchema({
-    resolvers: resolvers as NonEmptyArray<Function>,
+    // The rate budget is plumbing, not a feature's: every schema answers `rateLimit`.
+    resolvers: [RateLimitResolver, ...resolvers] as NonEmptyArray<Function>,
     validate: false,
     scalarsMap: [{ type: Date, scalar: DateTimeResolver }],
     pubSub: contextOnlyPubSub,

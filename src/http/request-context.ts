@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { authenticate } from '../auth/authenticate.js';
 import { browserSessionOf } from '../auth/browser-session.js';
+import { withConnectionShare } from '../db/connection-share.js';
 import type { Database } from '../db/database.js';
 import type { TransactionObserver } from '../db/transaction.js';
 import { createContext } from '../graphql/context.js';
@@ -21,14 +22,14 @@ function transactionLog(logger: Logger, requestId: string): TransactionObserver 
 
 /**
  * One context per request (`res.locals.context`), the same for every face: the credential
- * authenticated for the request's face, the entity manager, the write runner on behalf of the
+ * authenticated for the request's face, the entity manager (with the request's share of the pool), the write runner on behalf of the
  * request, the client's address and browser session.
  */
-export function requestContext(deps: { database: Database; runtime: Runtime; logger: Logger }) {
-  const { database, runtime, logger } = deps;
+export function requestContext(deps: { database: Database; runtime: Runtime; logger: Logger; connectionsPerRequest: number }) {
+  const { database, runtime, logger, connectionsPerRequest } = deps;
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     try {
-      const em = database.em();
+      const em = withConnectionShare(database.em(), connectionsPerRequest, database.poolTimeoutMs);
       const face = faceOf(res).name;
       const authentication = await authenticate(em, req.get('authorization'), runtime.credentialResolvers, face);
       // Authentication above read the primary; presenting reads after it may use a replica.

@@ -1,34 +1,56 @@
-import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { GraphQLError, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { reportFailure, type FailureLog } from '../../http/answer-error.js';
 import type { Context } from '../../graphql/context.js';
 import { classifyError, formatGraphQLError } from '../../graphql/errors.js';
-import { InvalidInputError } from '../../errors/domain-errors.js';
+import { InvalidInputError, RateLimitedError } from '../../errors/domain-errors.js';
 import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from '../../graphql/input-bounds.js';
 import { GRAPHQL_MAX_TOKENS, queryLimitRules, type QueryLimits } from '../../graphql/limits.js';
-import { assertOperationCostWithin } from '../../graphql/cost.js';
+import { assertOperationCostWithin, ratePointsOf } from '../../graphql/cost.js';
+import { budgetHeaders } from '../../http/rate-budget.js';
 import { markDocumentError } from './error-response.js';
+
+/**
+ * Draws the rest of the operation's cost from the request's rate budget (one point was drawn at the
+ * door), before anything runs, and says where the budget stands in the `ratelimit-*` headers. An
+ * operation costing more than remains is refused: 429 with `Retry-After`, and its points are not spent.
+ */
+async function chargeOperation(context: Context, cost: number, headers: HeaderMap): Promise<void> {
+  const budget = context.rateBudget;
+  if (!budget) return;
+  const points = ratePointsOf(cost);
+  const decision = await budget.chargeUpTo(points);
+  const reported = Object.entries(budgetHeaders(decision));
+  for (const [name, value] of reported) headers.set(name, value);
+  if (decision.allowed) return;
+  const refusal = new RateLimitedError(decision.resetSeconds, `This operation costs ${points} points of the rate budget and ${decision.remaining} remain; retry in ${decision.resetSeconds} seconds or ask for less.`);
+  throw new GraphQLError(refusal.details[0]!, {
+    originalError: refusal,
+    extensions: { http: { status: 429, headers: new HeaderMap([...reported, ['retry-after', String(decision.resetSeconds)]]) } },
+  });
+}
 
 /**
  * Refuses unstorable or over-long strings in arguments and variables after validation, before
  * any resolver (and so any SQL) runs; the REST executor makes the same check. Then refuses an
- * operation that costs too much with these variables (the REST and SCIM faces run their own
- * bounded documents through their executor, not through Apollo).
+ * operation that costs too much with these variables, and charges its cost to the rate budget (the
+ * REST and SCIM faces run their own bounded documents through their executor, not through Apollo).
  */
 function inputBoundsAndCost(maxCost: number): ApolloServerPlugin<Context> {
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ schema, document, operationName, request }) {
+        async didResolveOperation({ schema, document, operationName, request, contextValue, response }) {
           try {
             assertOperationInputsAcceptable(schema, document, operationName, request.variables);
           } catch (error) {
             if (error instanceof InvalidInputError) throw inputProblemsAsGraphQLError(error);
             throw error;
           }
-          assertOperationCostWithin(maxCost, schema, document, operationName, request.variables);
+          const cost = assertOperationCostWithin(maxCost, schema, document, operationName, request.variables);
+          await chargeOperation(contextValue, cost, response.http.headers);
         },
       };
     },

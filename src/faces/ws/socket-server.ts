@@ -10,7 +10,8 @@ import { InvalidInputError, RateLimitedError } from '../../errors/domain-errors.
 import { createContext, requirePrincipal, type Context } from '../../graphql/context.js';
 import { withLazyEntityManager, type LiveMessage } from '../../graphql/live-session.js';
 import type { QueryLimits } from '../../graphql/limits.js';
-import { drawBudget } from '../../http/rate-budget.js';
+import { drawBudget, RequestBudget } from '../../http/rate-budget.js';
+import { ratePointsOf } from '../../graphql/cost.js';
 import type { Runtime } from '../../http/runtime.js';
 import type { TrustedDocuments } from '../../http/trusted-documents.js';
 import { EventStream } from '../../live-updates/event-stream.js';
@@ -163,9 +164,15 @@ function subscriptionProtocol(options: LiveUpdatesOptions, hub: LiveHub): Server
       if (Object.keys(ctx.subscriptions).length > limits.maxSubscriptionsPerConnection) {
         return asGraphQLErrors(new InvalidInputError(`At most ${limits.maxSubscriptionsPerConnection} subscriptions per connection; complete one first.`));
       }
-      if (!(await drawBudget(rateLimiter, connection.principal.rateLimitKey)).allowed) return asGraphQLErrors(new RateLimitedError(60));
+      const key = connection.principal.rateLimitKey;
+      const door = await drawBudget(rateLimiter, key);
+      if (!door.allowed) return asGraphQLErrors(new RateLimitedError(door.resetSeconds));
       const checked = checkSubscribe(payload);
       if ('refused' in checked) return [...checked.refused];
+      // As over HTTP: the subscription draws its cost, refused (and not spent) when more than remains.
+      const points = ratePointsOf(checked.cost);
+      const charged = await new RequestBudget(rateLimiter, key, door).chargeUpTo(points);
+      if (!charged.allowed) return asGraphQLErrors(new RateLimitedError(charged.resetSeconds, `This subscription costs ${points} points of the rate budget and ${charged.remaining} remain; retry in ${charged.resetSeconds} seconds.`));
       const remoteAddress = ctx.extra.clientAddress;
       const contextValue = subscriptionContext(connection, `${connection.id}/${id}`, remoteAddress);
       subscriptions.add(id);

@@ -17,7 +17,8 @@ export interface SubscribeCheckOptions {
   hideSchemaDetails?: boolean;
 }
 
-export type SubscribeCheck = { document: DocumentNode; operation: OperationDefinitionNode } | { refused: readonly GraphQLError[] };
+/** A subscription that passed, with its cost (drawn from the rate budget), or why it was refused. */
+export type SubscribeCheck = { document: DocumentNode; operation: OperationDefinitionNode; cost: number } | { refused: readonly GraphQLError[] };
 
 /**
  * A subscribe message's document passes what a POST /graphql passes, in the same order: the
@@ -52,12 +53,11 @@ export function subscribeChecks(options: SubscribeCheckOptions) {
     }
     try {
       assertOperationInputsAcceptable(schema, document, payload.operationName, payload.variables);
-      assertOperationCostWithin(options.queryLimits.maxCost, schema, document, payload.operationName, payload.variables);
+      return { document, operation, cost: assertOperationCostWithin(options.queryLimits.maxCost, schema, document, payload.operationName, payload.variables) };
     } catch (error) {
       if (error instanceof InvalidInputError) return { refused: [inputProblemsAsGraphQLError(error)] };
       if (error instanceof GraphQLError) return { refused: [error] };
       throw error;
     }
-    return { document, operation };
   };
 }
