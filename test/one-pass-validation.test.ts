@@ -69,12 +69,13 @@ describe('every problem of an input in one answer', () => {
 
   test('REST: PUT /users/{id} answers every problem in one v2 error envelope', async () => {
     const user = await h.createUser(account);
-    const response = await h.rest('put', `/users/${user.id}`, { key: account.key, body: { user: { email: 'not-an-email', name: ' ', color: 'no-such-colour' } } });
+    const response = await h.rest('put', `/users/${user.id}`, { key: account.key, body: { user: { email: 'not-an-email', name: ' ', color: 'no-such-colour', job_title: 'j'.repeat(101) } } });
     expect(response.status).toBe(400);
     expect(response.body.error.code).toBe(2001);
     const errors = response.body.error.errors as string[];
     // REST names the fields as its body does.
-    expect(errors).toHaveLength(3);
+    expect(errors).toHaveLength(4);
+    expect(errors).toContain('user.job_title must be at most 100 characters');
     expect(errors).toContain('user.email is not a valid email address');
     expect(errors).toContain('user.name must not be empty');
     expect(errors.some((message) => message.startsWith('user.color must be one of purple, red, green'))).toBe(true);

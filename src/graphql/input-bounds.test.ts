@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import { appSchema } from '../app/features.js';
 import { parse } from 'graphql';
-import { operationInputProblems } from './input-bounds.js';
+import { assertOperationInputsAcceptable, operationInputProblems } from './input-bounds.js';
+import type { InvalidInputError } from '../errors/domain-errors.js';
 
 // The bounds walk checks each input position with what was computed for it once; the names and
 // messages are those of the value's place in the arguments.
@@ -23,4 +24,22 @@ test('problems of a bulk input name the element and field; literals and variable
   expect(operationInputProblems(schema, search, undefined, {})).toEqual([]);
   const long = parse(`{ users(query: "${'q'.repeat(101)}") { totalCount } }`);
   expect(operationInputProblems(schema, long, undefined, {})).toEqual(['query must be at most 100 characters (got 101)']);
+});
+
+// A feature's own checks joining the answer follow the deployment's rules: in production an app
+// may not send users to a loopback host, elsewhere it may.
+test('the features\' checks that join a refusal apply production\'s rules in production only', async () => {
+  const schema = await appSchema();
+  const document = parse('mutation($input: RegisterOAuthAppInput!) { registerOAuthApp(input: $input) { clientSecret } }');
+  const input = { name: ' ', kind: 'THIRD_PARTY', redirectUris: ['http://127.0.0.1:8080/cb', `https://partner.example.com/${'x'.repeat(2000)}`], scopes: ['openid'] };
+  const pathsIn = (production: boolean) => {
+    try {
+      assertOperationInputsAcceptable(schema, document, undefined, { input }, { production });
+    } catch (error) {
+      return (error as InvalidInputError).fields.map((field) => `${field.path.join('.')} ${field.code}`);
+    }
+    throw new Error('the input was accepted');
+  };
+  expect(pathsIn(false)).toEqual(['input.redirectUris.1 TOO_LONG', 'input.name INVALID']);
+  expect(pathsIn(true)).toEqual(['input.redirectUris.1 TOO_LONG', 'input.name INVALID', 'input.redirectUris.0 INVALID']);
 });

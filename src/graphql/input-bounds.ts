@@ -32,6 +32,16 @@ import { withAllowedValues } from './closed-set-enum.js';
 import { validatorProblems } from './input-validators.js';
 
 /**
+ * Whether the deployment's stricter rules (production) apply to the features' own checks when they
+ * join an answer here; their services apply the deployment's rules again when they execute.
+ */
+export interface InputCheckSetting {
+  production: boolean;
+}
+
+const DEVELOPMENT_RULES: InputCheckSetting = { production: false };
+
+/**
  * Every string a client sends is bounded before any resolver (and so any SQL) runs, and strings
  * PostgreSQL cannot store are refused with the field named. Both faces go through here: Apollo
  * before execution, the REST executor before it calls `execute`.
@@ -218,9 +228,9 @@ export function operationInputProblems(schema: GraphQLSchema, document: Document
   return operationInputErrors(schema, document, operationName, rawVariables).problems;
 }
 
-function operationInputErrors(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, rawVariables: Record<string, unknown> | null | undefined) {
+function operationInputErrors(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, rawVariables: Record<string, unknown> | null | undefined, setting = DEVELOPMENT_RULES) {
   const operation = getOperationAST(document, operationName);
-  return operation ? inputsOf(schema, document, operation, rawVariables) : { problems: [] };
+  return operation ? inputsOf(schema, document, operation, rawVariables, setting) : { problems: [] };
 }
 
 /**
@@ -234,6 +244,7 @@ function inputsOf(
   document: DocumentNode,
   operation: OperationDefinitionNode,
   rawVariables: Record<string, unknown> | null | undefined,
+  setting: InputCheckSetting,
   compiledCoercion?: CompiledCoercion,
 ): { problems: string[]; fields?: FieldProblem[]; variables?: Record<string, unknown> } {
   let variables = compiledCoercion?.(rawVariables ?? {});
@@ -256,7 +267,7 @@ function inputsOf(
   for (const site of sites) site.check(valueFromAST(site.node.value, site.argument.type, variables), [site.node.name.value], problems);
   // The features' own checks join only an answer that refuses the input anyway: alone, the service
   // answers them when it executes, in its face's words.
-  if (problems.messages.length) addValidatorProblems(sites, variables, problems);
+  if (problems.messages.length) addValidatorProblems(sites, variables, setting, problems);
   if (coercionFailed) return { problems: problems.messages, fields: problems.fields };
   return { problems: problems.messages, fields: problems.fields, variables };
 }
@@ -273,15 +284,16 @@ function partiallyCoerced(schema: GraphQLSchema, operation: OperationDefinitionN
   return partial;
 }
 
-/** The declared validators' problems at paths nothing else reported (one problem per field). */
-function addValidatorProblems(sites: readonly ArgumentSite[], variables: Record<string, unknown>, problems: InputProblems): void {
+/**
+ * The declared validators' problems at paths the scalars and bounds did not report already (a value
+ * over its bound is not also called invalid); a validator may name several problems of one field.
+ */
+function addValidatorProblems(sites: readonly ArgumentSite[], variables: Record<string, unknown>, setting: InputCheckSetting, problems: InputProblems): void {
   const reported = new Set(problems.fields.map((field) => JSON.stringify(field.path)));
   for (const site of sites) {
     const value = valueFromAST(site.node.value, site.argument.type, variables);
-    for (const problem of validatorProblems(site.argument.type, value, [site.node.name.value])) {
-      const key = JSON.stringify(problem.path);
-      if (reported.has(key)) continue;
-      reported.add(key);
+    for (const problem of validatorProblems(site.argument.type, value, { path: [site.node.name.value], production: setting.production })) {
+      if (reported.has(JSON.stringify(problem.path))) continue;
       problems.fields.push(problem);
       problems.messages.push(problem.message);
     }
@@ -316,8 +328,14 @@ function variableFieldProblems(schema: GraphQLSchema, document: DocumentNode, op
 }
 
 /** The same problems as an error of the table's `invalid_input` kind (400/2001, `BAD_USER_INPUT`). */
-export function assertOperationInputsAcceptable(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, rawVariables: Record<string, unknown> | null | undefined): void {
-  const { problems, fields } = operationInputErrors(schema, document, operationName, rawVariables);
+export function assertOperationInputsAcceptable(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  rawVariables: Record<string, unknown> | null | undefined,
+  setting = DEVELOPMENT_RULES,
+): void {
+  const { problems, fields } = operationInputErrors(schema, document, operationName, rawVariables, setting);
   if (problems.length) throw new InvalidInputError(problems, undefined, fields);
 }
 
@@ -332,9 +350,10 @@ export function acceptableOperationInputs(
   document: DocumentNode,
   operation: OperationDefinitionNode,
   rawVariables: Record<string, unknown> | null | undefined,
+  setting: InputCheckSetting,
   compiledCoercion?: CompiledCoercion,
 ): Record<string, unknown> {
-  const { problems, fields, variables } = inputsOf(schema, document, operation, rawVariables, compiledCoercion);
+  const { problems, fields, variables } = inputsOf(schema, document, operation, rawVariables, setting, compiledCoercion);
   if (problems.length || !variables) throw new InvalidInputError(problems, undefined, fields);
   return variables;
 }

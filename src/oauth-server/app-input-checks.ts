@@ -4,7 +4,7 @@ import { CREDENTIAL_SCOPES, isScope } from '../auth/scopes.js';
 import { InvalidInputError, type FieldProblem } from '../errors/domain-errors.js';
 import { isForbiddenAddress } from '../http/outbound-fetch.js';
 import { ISSUABLE_SCOPES, parseScopes } from '../oauth-delegations/oauth-delegation.service.js';
-import type { AppKind } from './oauth-app.entity.js';
+import { isAppKind, type AppKind } from './oauth-app.entity.js';
 
 /**
  * The checks of an app's registration and changes, each answering its clean value and every
@@ -118,4 +118,24 @@ export function valuesOrProblems<T extends readonly Checked<unknown>[]>(...check
   const problems = checks.flatMap((check) => check.problems);
   if (problems.length) throw InvalidInputError.ofFields(problems);
   return checks.map((check) => check.value) as Values<T>;
+}
+
+const isStringList = (value: unknown): value is string[] => Array.isArray(value) && value.every((item) => typeof item === 'string');
+
+/**
+ * A registration's own problems as far as its input coerced, for the answer that also names its
+ * bounds and scalars: the name and, once the kind is known, the redirect URIs and scopes. What the
+ * caller's token holds is weighed when the service runs.
+ */
+export function registrationProblems(input: Record<string, unknown>, production: boolean): FieldProblem[] {
+  const problems = typeof input.name === 'string' ? checkedName(input.name).problems : [];
+  if (!isAppKind(input.kind)) return problems;
+  if (isStringList(input.redirectUris)) problems.push(...checkedRedirectUris(input.kind, input.redirectUris, production).problems);
+  if (isStringList(input.scopes)) problems.push(...checkedScopes(input.kind, input.scopes.join(' '), undefined).problems);
+  return problems;
+}
+
+/** A change's own problems before its app (and so its kind) is read: the name. */
+export function changeProblems(input: Record<string, unknown>): FieldProblem[] {
+  return typeof input.name === 'string' ? checkedName(input.name).problems : [];
 }

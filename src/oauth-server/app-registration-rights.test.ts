@@ -162,3 +162,33 @@ describe('a registration hears of every problem at once', () => {
     expect(Number(n)).toBe(0);
   });
 });
+
+describe('a registration\'s bounds, scalars and the app rules answer together', () => {
+  const fieldsOf = (result: { errors?: Array<{ extensions: { code: string; fields: Array<{ path: unknown[]; code: string }> } }> }) => {
+    expect(result.errors).toHaveLength(1);
+    expect(result.errors![0]!.extensions.code).toBe('BAD_USER_INPUT');
+    return result.errors![0]!.extensions.fields.map((field) => [field.path.join('.'), field.code]).sort();
+  };
+
+  test('registerOAuthApp: a redirect URI past its bound beside an empty name, a dangerous URI and a scope the kind may not hold', async () => {
+    const m = await newMember(fixture.database);
+    const admin = await adminOf(m);
+    const tooLong = `https://partner.example.com/${'x'.repeat(2000)}`;
+    const refused = await graphqlCall(first(), admin.key, REGISTER, {
+      input: { name: ' ', kind: 'THIRD_PARTY', redirectUris: [tooLong, 'javascript:alert(1)//'], scopes: ['openid', 'credentials.write'] },
+    });
+    expect(fieldsOf(refused)).toEqual([['input.name', 'INVALID'], ['input.redirectUris.0', 'TOO_LONG'], ['input.redirectUris.1', 'INVALID'], ['input.scopes', 'NOT_ALLOWED']]);
+    // A kind the enum refuses still lets the name be checked in the same answer.
+    const badKind = await graphqlCall(first(), admin.key, REGISTER, { input: { name: ' ', kind: 'ROBOT', redirectUris: ['https://partner.example.com/cb'], scopes: ['openid'] } });
+    expect(fieldsOf(badKind)).toEqual([['input.kind', 'INVALID'], ['input.name', 'INVALID']]);
+  });
+
+  test('updateOAuthApp: an empty name beside a redirect URI past its bound', async () => {
+    const m = await newMember(fixture.database);
+    const app = await graphqlCall(first(), `Token token=${m.ownerUserKey}`, REGISTER, { input: { name: 'Partner', kind: 'THIRD_PARTY', redirectUris: ['https://partner.example.com/cb'], scopes: ['openid'] } });
+    const refused = await graphqlCall(first(), `Token token=${m.ownerUserKey}`, UPDATE, {
+      input: { clientId: app.data.registerOAuthApp.app.clientId, name: '', redirectUris: [`https://partner.example.com/${'x'.repeat(2000)}`] },
+    });
+    expect(fieldsOf(refused)).toEqual([['input.name', 'INVALID'], ['input.redirectUris.0', 'TOO_LONG']]);
+  });
+});

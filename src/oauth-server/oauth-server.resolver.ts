@@ -10,6 +10,8 @@ import type { OAuthDelegation } from '../oauth-delegations/oauth-delegation.enti
 import type { AppKind, OAuthApp } from './oauth-app.entity.js';
 import { changeOwnPassword, PASSWORD_MAX_LENGTH } from './passwords.js';
 import { MaxLength } from '../graphql/input-bounds.js';
+import { rebased, registerInputValidator } from '../graphql/input-validators.js';
+import { changeProblems, registrationProblems } from './app-input-checks.js';
 import { sealersFor } from './provider.js';
 
 export const OAuthAppKindEnum = {
@@ -124,6 +126,10 @@ export class UpdateOAuthAppInput {
   @Field(() => Boolean, { nullable: true, description: 'True: the app\'s tokens are refused and its sign-ins and client authentications fail, at once, until it is enabled again (false).' })
   disabled?: boolean | null;
 }
+
+// The app rules also join a refusal of the input's scalars or bounds, so a registration hears of every bad field at once.
+registerInputValidator('RegisterOAuthAppInput', (value, site) => rebased(site, registrationProblems(value, site.production)));
+registerInputValidator('UpdateOAuthAppInput', (value, site) => rebased(site, changeProblems(value)));
 
 @ObjectType({ description: 'The changed app.' })
 export class UpdateOAuthAppPayload {

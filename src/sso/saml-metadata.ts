@@ -1,5 +1,4 @@
 import { DOMParser } from '@xmldom/xmldom';
-import { InvalidInputError } from '../errors/domain-errors.js';
 
 const METADATA_NS = 'urn:oasis:names:tc:SAML:2.0:metadata';
 const SIGNATURE_NS = 'http://www.w3.org/2000/09/xmldsig#';
@@ -12,42 +11,40 @@ export interface IdentityProviderMetadata {
   certificates: string[];
 }
 
-function certificatePem(base64: string): string {
-  const body = base64.replace(/\s+/g, '');
-  if (!/^[A-Za-z0-9+/]+=*$/.test(body)) throw new InvalidInputError('the metadata holds a certificate that is not base64');
+const BASE64 = /^[A-Za-z0-9+/]+=*$/;
+
+function certificatePem(body: string): string {
   return `-----BEGIN CERTIFICATE-----\n${body.match(/.{1,64}/g)!.join('\n')}\n-----END CERTIFICATE-----\n`;
 }
 
 /**
  * What the service provider needs from an identity provider's SAML metadata (what Okta and Entra
- * ID publish): its entity id, its HTTP-Redirect single sign-on URL and its signing certificates.
+ * ID publish): its entity id, its HTTP-Redirect single sign-on URL and its signing certificates; or
+ * every piece it lacks at once, so an identity admin fixes the metadata in one go.
  */
-export function parseIdentityProviderMetadata(xml: string): IdentityProviderMetadata {
+export function readIdentityProviderMetadata(xml: string): { metadata: IdentityProviderMetadata } | { problems: string[] } {
   const parseErrors: string[] = [];
   const document = new DOMParser({ errorHandler: { warning: () => undefined, error: (message: string) => parseErrors.push(message), fatalError: (message: string) => parseErrors.push(message) } }).parseFromString(xml, 'text/xml');
-  if (parseErrors.length || !document?.documentElement) throw metadataProblems(['the SAML metadata is not well-formed XML']);
+  if (parseErrors.length || !document?.documentElement) return { problems: ['the SAML metadata is not well-formed XML'] };
   const descriptor = document.getElementsByTagNameNS(METADATA_NS, 'IDPSSODescriptor')[0];
-  if (!descriptor) throw metadataProblems(['the SAML metadata describes no identity provider (no IDPSSODescriptor)']);
+  if (!descriptor) return { problems: ['the SAML metadata describes no identity provider (no IDPSSODescriptor)'] };
   let entity = descriptor.parentNode as Element | null;
   while (entity && entity.localName !== 'EntityDescriptor') entity = entity.parentNode as Element | null;
   const entityId = entity?.getAttribute('entityID') ?? '';
   const services = Array.from(descriptor.getElementsByTagNameNS(METADATA_NS, 'SingleSignOnService'));
   const ssoUrl = services.find((service) => service.getAttribute('Binding') === REDIRECT_BINDING)?.getAttribute('Location') ?? '';
-  const certificates = Array.from(descriptor.getElementsByTagNameNS(METADATA_NS, 'KeyDescriptor'))
+  const encoded = Array.from(descriptor.getElementsByTagNameNS(METADATA_NS, 'KeyDescriptor'))
     .filter((key) => (key.getAttribute('use') ?? 'signing') === 'signing')
     .flatMap((key) => Array.from(key.getElementsByTagNameNS(SIGNATURE_NS, 'X509Certificate')))
-    .map((element) => certificatePem(element.textContent ?? ''));
-  // Every missing piece at once, so an identity admin fixes the metadata in one go.
+    .map((element) => (element.textContent ?? '').replace(/\s+/g, ''));
+  const certificateProblem = encoded.some((body) => !BASE64.test(body))
+    ? 'the SAML metadata holds a signing certificate that is not base64'
+    : encoded.length ? undefined : 'the SAML metadata has no signing certificate';
   const problems = [
     ...(entityId ? [] : ['the SAML metadata names no entityID']),
     ...(/^https?:\/\//.test(ssoUrl) ? [] : ['the SAML metadata has no HTTP-Redirect SingleSignOnService']),
-    ...(certificates.length ? [] : ['the SAML metadata has no signing certificate']),
+    ...(certificateProblem ? [certificateProblem] : []),
   ];
-  if (problems.length) throw metadataProblems(problems);
-  return { entityId, ssoUrl, certificates: [...new Set(certificates)] };
-}
-
-/** The metadata's problems, each at the input field that carried it. */
-function metadataProblems(problems: string[]): InvalidInputError {
-  return InvalidInputError.ofFields(problems.map((message) => ({ path: ['input', 'saml', 'metadataXml'], code: 'INVALID', message })));
+  if (problems.length) return { problems };
+  return { metadata: { entityId, ssoUrl, certificates: [...new Set(encoded.map(certificatePem))] } };
 }

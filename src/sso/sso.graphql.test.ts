@@ -100,6 +100,28 @@ describe('configureSingleSignOn and disableSingleSignOn', () => {
     expect(await ssoRows(harness, account.id)).toBe(0);
   });
 
+  test('a name past its bound, the metadata\'s bad certificate and its missing pieces, and the choice of provider: each at its field, in one answer', async () => {
+    const account = await harness.createAccount();
+    const fieldsOf = (result: { errors?: Array<{ extensions: { code: string; fields: Array<{ path: unknown[]; code: string; message: string }> } }> }) => {
+      expect(result.errors).toHaveLength(1);
+      expect(result.errors![0]!.extensions.code).toBe('BAD_USER_INPUT');
+      return result.errors![0]!.extensions.fields.map((field) => [field.path.join('.'), field.code, field.message]);
+    };
+    const longName = 'n'.repeat(101);
+    const oidc = await harness.graphql(CONFIGURE, { input: { name: longName, oidc: { issuer: 'ftp://idp.example.com', clientId: ' ', clientSecret: SECRET } } }, account.key);
+    expect(fieldsOf(oidc).map(([path, code]) => [path, code])).toEqual([['input.name', 'TOO_LONG'], ['input.oidc.issuer', 'INVALID'], ['input.oidc.clientId', 'INVALID']]);
+    const broken = samlMetadata('https://idp.example.test/entity', '!!not base64!!').replace(' entityID="https://idp.example.test/entity"', '');
+    expect(fieldsOf(await harness.graphql(CONFIGURE, { input: { saml: { metadataXml: broken } } }, account.key))).toEqual([
+      ['input.saml.metadataXml', 'INVALID', 'the SAML metadata names no entityID'],
+      ['input.saml.metadataXml', 'INVALID', 'the SAML metadata holds a signing certificate that is not base64'],
+    ]);
+    const both = await harness.graphql(CONFIGURE, { input: { name: longName, oidc: { issuer: idp.issuer, clientId: 'gateway', clientSecret: SECRET }, saml: { metadataXml: samlMetadata('https://idp.example.test/entity', certificateBase64) } } }, account.key);
+    expect(fieldsOf(both).map(([path, code]) => [path, code])).toEqual([['input.name', 'TOO_LONG'], ['input.oidc', 'INVALID'], ['input.saml', 'INVALID']]);
+    const neither = await harness.graphql(CONFIGURE, { input: { requireSso: true } }, account.key);
+    expect(fieldsOf(neither).map(([path, code]) => [path, code])).toEqual([['input.oidc', 'REQUIRED'], ['input.saml', 'REQUIRED']]);
+    expect(await ssoRows(harness, account.id)).toBe(0);
+  });
+
   test('only account admins: a member, a read-only user, a read-only account key are FORBIDDEN; another account is untouched', async () => {
     const account = await harness.createAccount();
     const other = await harness.createAccount();

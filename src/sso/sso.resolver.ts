@@ -4,6 +4,8 @@ import { requirePrincipal, type Context } from '../graphql/context.js';
 import { serviceProviderDetails } from './sso.service-provider.js';
 import { SsoService, ssoSecretSealer } from './sso.service.js';
 import { MaxLength } from '../graphql/input-bounds.js';
+import { rebased, registerInputValidator } from '../graphql/input-validators.js';
+import { checkedProvider } from './sso-settings-checks.js';
 import { fetchIssuerMetadata } from './sso.discovery.js';
 import type { SsoProtocol } from './sso-configuration.entity.js';
 
@@ -121,6 +123,9 @@ export class ConfigureSingleSignOnInput {
   @Field({ defaultValue: false, description: 'True: a user the provider vouches for and the account lacks is created (role user).' })
   jit!: boolean;
 }
+
+// The provider's checks also join a refusal of the input's scalars or bounds, so its settings are answered in one go.
+registerInputValidator('ConfigureSingleSignOnInput', (value, site) => rebased(site, checkedProvider(value).problems));
 
 @ObjectType({ description: 'The account\'s single sign-on after the change.' })
 export class SingleSignOnPayload {

@@ -3,10 +3,10 @@ import { authorshipOf, type Writer } from '../auth/owner-rights.js';
 import { recordChange } from '../db/change-journal.js';
 import { endSingleSignOnSessions } from '../oauth-delegations/user-access.js';
 import type { TransactionRunner } from '../db/transaction.js';
-import { InvalidInputError, NotFoundError } from '../errors/domain-errors.js';
+import { NotFoundError } from '../errors/domain-errors.js';
 import { Sealer } from '../oauth-server/sealing.js';
-import { parseIdentityProviderMetadata } from './saml-metadata.js';
 import { SsoConfiguration, type SsoProtocol } from './sso-configuration.entity.js';
+import { providerSettings } from './sso-settings-checks.js';
 
 export interface OidcProviderInput {
   issuer: string;
@@ -63,30 +63,6 @@ export function ssoSecretSealer(serverSecret: Buffer): Sealer {
   return new Sealer(serverSecret, 'sso-client-secrets');
 }
 
-/** An http(s) URL without its trailing slash, or why it is not one. */
-function httpUrl(value: string, what: string): { url: string } | { problem: string } {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return { problem: `${what} must be an absolute URL` };
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return { problem: `${what} must be an http(s) URL` };
-  return { url: url.href.replace(/\/$/, '') };
-}
-
-/** The OIDC provider's settings, checked together: every problem at its field, in one answer. */
-function checkedOidc(oidc: NonNullable<ConfigureSsoInput['oidc']>): { issuer: string; clientId: string; secret: string | undefined } {
-  const issuer = httpUrl(oidc.issuer.trim(), 'the OIDC issuer');
-  const clientId = oidc.clientId.trim();
-  const problems = [
-    ...('problem' in issuer ? [{ path: ['input', 'oidc', 'issuer'], code: 'INVALID', message: issuer.problem }] : []),
-    ...(!clientId || clientId.length > 255 ? [{ path: ['input', 'oidc', 'clientId'], code: 'INVALID', message: 'the OIDC client id must be 1 to 255 characters' }] : []),
-  ];
-  if (problems.length) throw InvalidInputError.ofFields(problems);
-  return { issuer: (issuer as { url: string }).url, clientId, secret: oidc.clientSecret };
-}
-
 /** What identifies the provider that vouches for a sign-in: its protocol, issuer or entity id, client id and signing certificates. */
 function providerIdentity(configuration: SsoConfiguration): string {
   return JSON.stringify([configuration.protocol, configuration.oidcIssuer, configuration.oidcClientId, configuration.samlIdpEntityId, configuration.samlIdpCertificates]);
@@ -105,9 +81,7 @@ export class SsoService {
    * against SSRF (`sso.discovery.ts`); nothing is written when it fails.
    */
   async configure(input: ConfigureSsoInput, options: { verifyIssuer?: (issuer: string) => Promise<unknown> } = {}): Promise<SsoConfiguration> {
-    if (Boolean(input.oidc) === Boolean(input.samlMetadataXml !== undefined)) throw new InvalidInputError('configure exactly one provider: OIDC (issuer, client id, secret) or SAML metadata');
-    const oidc = input.oidc && checkedOidc(input.oidc);
-    const saml = input.samlMetadataXml !== undefined ? parseIdentityProviderMetadata(input.samlMetadataXml) : undefined;
+    const { oidc, saml } = providerSettings({ oidc: input.oidc, saml: input.samlMetadataXml !== undefined ? { metadataXml: input.samlMetadataXml } : undefined });
     if (oidc && options.verifyIssuer) await options.verifyIssuer(oidc.issuer);
     const displayName = (input.displayName?.trim() || new URL(oidc?.issuer ?? saml!.ssoUrl).hostname).slice(0, 100);
     return this.transactions.run(this.em, async (tx) => {

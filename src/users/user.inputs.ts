@@ -6,7 +6,7 @@ import type { User } from './user.entity.js';
 import type { UserRow } from './user.reads.js';
 import { UserRoleEnum, UserType } from './user.type.js';
 import { MaxLength } from '../graphql/input-bounds.js';
-import { registerInputValidator } from '../graphql/input-validators.js';
+import { fieldProblemAt, registerInputValidator, type InputValidator } from '../graphql/input-validators.js';
 import { USER_FIELD_LIMITS, userFieldProblems, type UserFields } from './user.validation.js';
 
 @InputType({ description: 'A new user. `role` defaults to USER; OWNER cannot be assigned.' })
@@ -94,7 +94,8 @@ export class UpdateUserInput {
 }
 
 // The service's own field checks also join a refusal of the input's scalars or bounds, so a form hears of every bad field at once.
-const fieldChecks = (creating: boolean) => (value: Record<string, unknown>) => userFieldProblems(value as UserFields, { creating });
+const fieldChecks = (creating: boolean): InputValidator => (value, site) =>
+  userFieldProblems(value as UserFields, { creating }).map((problem) => fieldProblemAt(site, problem.field, problem.code, problem.detail));
 registerInputValidator('CreateUserInput', fieldChecks(true));
 registerInputValidator('UpdateUserInput', fieldChecks(false));
 

@@ -44,7 +44,7 @@ function inputBoundsAndCost(maxCost: number): ApolloServerPlugin<Context> {
       return {
         async didResolveOperation({ schema, document, operationName, request, contextValue, response }) {
           try {
-            assertOperationInputsAcceptable(schema, document, operationName, request.variables);
+            assertOperationInputsAcceptable(schema, document, operationName, request.variables, { production: contextValue.runtime.production });
           } catch (error) {
             if (error instanceof InvalidInputError) throw inputProblemsAsGraphQLError(error);
             throw error;

@@ -163,7 +163,7 @@ export async function executePrepared(
   context: Context,
   variableValues: Record<string, unknown>,
 ): Promise<any> {
-  const coerced = acceptableOperationInputs(schema, prepared.document, prepared.definition, variableValues, prepared.coerce);
+  const coerced = acceptableOperationInputs(schema, prepared.document, prepared.definition, variableValues, { production: context.runtime.production }, prepared.coerce);
   const result = await observeRestOperation(prepared.operation.type, prepared.operation.name, () => prepared.run(context, variableValues, coerced));
   if (result.errors?.length) {
     // A domain error says the most; otherwise the first error stands for the request.
