@@ -58,6 +58,14 @@ describe('every problem of an input in one answer', () => {
     expect((await h.graphql(UPDATE, { input: { id: user.id, color: 'legacy-beige', name: 'Still Here' } }, account.key)).errors).toBeUndefined();
   });
 
+  test('the schema names the schedule colors where a color is given', async () => {
+    for (const input of ['CreateUserInput', 'UpdateUserInput']) {
+      const described = await h.graphql(`{ __type(name: "${input}") { inputFields { name description } } }`, {}, account.key);
+      const color = described.data.__type.inputFields.find((field: { name: string }) => field.name === 'color');
+      for (const allowed of USER_COLORS) expect([input, color.description]).toEqual([input, expect.stringContaining(allowed)]);
+    }
+  });
+
   test('a taken email is DUPLICATE at its field, on create and on update', async () => {
     const holder = await h.createUser(account);
     const created = await h.graphql(CREATE, { input: { name: 'Copy Cat', email: holder.email } }, account.key);

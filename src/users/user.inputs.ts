@@ -7,7 +7,7 @@ import type { UserRow } from './user.reads.js';
 import { UserRoleEnum, UserType } from './user.type.js';
 import { MaxLength } from '../graphql/input-bounds.js';
 import { fieldProblemAt, registerInputValidator, type InputValidator } from '../graphql/input-validators.js';
-import { USER_FIELD_LIMITS, userFieldProblems, type UserFields } from './user.validation.js';
+import { USER_COLORS, USER_FIELD_LIMITS, userFieldProblems, type UserFields } from './user.validation.js';
 
 @InputType({ description: 'A new user. `role` defaults to USER; OWNER cannot be assigned.' })
 export class CreateUserInput {
@@ -24,7 +24,7 @@ export class CreateUserInput {
   timeZone?: string;
 
   @MaxLength(USER_FIELD_LIMITS.color)
-  @Field(() => String, { description: 'The color the user is shown with (a color name); default set by the account.', nullable: true })
+  @Field(() => String, { description: `The color the user is shown with on schedules, one of: ${USER_COLORS.join(', ')}. Default: one of them, picked for the new user.`, nullable: true })
   color?: string;
 
   @Field(() => UserRoleEnum, { description: 'The user\'s role; default USER; OWNER cannot be assigned.', nullable: true })
@@ -64,7 +64,7 @@ export class UpdateUserInput {
   timeZone?: string;
 
   @MaxLength(USER_FIELD_LIMITS.color)
-  @Field(() => String, { description: 'The new color name.', nullable: true })
+  @Field(() => String, { description: `The new schedule color, one of: ${USER_COLORS.join(', ')} (a color the user already has, stored before this list, may be given unchanged).`, nullable: true })
   color?: string;
 
   @Field(() => UserRoleEnum, { description: 'The new role (can_update_user only; never OWNER, never the owner\'s).', nullable: true })

@@ -217,7 +217,7 @@ export type CreateProvisioningTokenInput = {
 export type CreateUserInput = {
   /** False creates the user suspended. Defaults to true. */
   active: InputMaybe<Scalars['Boolean']['input']>;
-  /** The color the user is shown with (a color name); default set by the account. */
+  /** The color the user is shown with on schedules, one of: purple, red, green, blue, teal, orange, brown, turquoise, dark-slate-blue, cayenne, orange-red, dark-orchid, dark-slate-grey, lime, dark-magenta, lime-green, midnight-blue, deep-pink, dark-green, dark-orange, dark-cyan, darkolive-green, dark-slate-gray, grey20, firebrick, maroon, crimson, dark-red, dark-goldenrod, chocolate, medium-violet-red, sea-green, olivedrab, forest-green, dark-olive-green, blue-violet, royal-blue, indigo, slate-blue, saddle-brown, steel-blue, navy, violet. Default: one of them, picked for the new user. */
   color: InputMaybe<Scalars['String']['input']>;
   /** A free-text bio, at most 1024 characters. */
   description: InputMaybe<Scalars['String']['input']>;
@@ -433,7 +433,7 @@ export type UpdateOAuthAppInput = {
 export type UpdateUserInput = {
   /** false suspends the user (needs can_update_user; not the owner): in the same transaction every delegation, OAuth grant, API key and sign-in session of theirs is revoked and their calendar key stops working. true lets them sign in again; nothing revoked comes back. */
   active: InputMaybe<Scalars['Boolean']['input']>;
-  /** The new color name. */
+  /** The new schedule color, one of: purple, red, green, blue, teal, orange, brown, turquoise, dark-slate-blue, cayenne, orange-red, dark-orchid, dark-slate-grey, lime, dark-magenta, lime-green, midnight-blue, deep-pink, dark-green, dark-orange, dark-cyan, darkolive-green, dark-slate-gray, grey20, firebrick, maroon, crimson, dark-red, dark-goldenrod, chocolate, medium-violet-red, sea-green, olivedrab, forest-green, dark-olive-green, blue-violet, royal-blue, indigo, slate-blue, saddle-brown, steel-blue, navy, violet (a color the user already has, stored before this list, may be given unchanged). */
   color: InputMaybe<Scalars['String']['input']>;
   /** null clears it. */
   description: InputMaybe<Scalars['String']['input']>;
