@@ -75,6 +75,21 @@ describe('every problem of an input in one answer', () => {
     expect(updated.errors![0]!.extensions!.fields).toEqual([{ path: ['input', 'email'], code: 'DUPLICATE', message: 'email has already been taken' }]);
   });
 
+  test('a taken email joins the service\'s other checks in the same answer, on create and on a bulk update, each at its element', async () => {
+    const [holder, another] = [await h.createUser(account), await h.createUser(account)];
+    expect(fieldsOf(await h.graphql(CREATE, { input: { name: ' ', email: holder.email } }, account.key))).toEqual([['input.email', 'DUPLICATE'], ['input.name', 'REQUIRED']]);
+    const [first, second] = [await h.createUser(account), await h.createUser(account)];
+    const bulk = await h.graphql('mutation($input: UpdateUsersInput!) { updateUsers(input: $input) { users { id } } }', {
+      input: { users: [{ id: first.id, email: holder.email }, { id: second.id, email: another.email, color: 'no-such-colour' }] },
+    }, account.key);
+    expect(fieldsOf(bulk)).toEqual([['input.users.0.email', 'DUPLICATE'], ['input.users.1.color', 'INVALID'], ['input.users.1.email', 'DUPLICATE']]);
+    // Alone, two taken emails are both named too.
+    const taken = await h.graphql('mutation($input: UpdateUsersInput!) { updateUsers(input: $input) { users { id } } }', {
+      input: { users: [{ id: first.id, email: holder.email }, { id: second.id, email: another.email }] },
+    }, account.key);
+    expect(fieldsOf(taken)).toEqual([['input.users.0.email', 'DUPLICATE'], ['input.users.1.email', 'DUPLICATE']]);
+  });
+
   test('REST: PUT /users/{id} answers every problem in one v2 error envelope', async () => {
     const user = await h.createUser(account);
     const response = await h.rest('put', `/users/${user.id}`, { key: account.key, body: { user: { email: 'not-an-email', name: ' ', color: 'no-such-colour', job_title: 'j'.repeat(101) } } });

@@ -122,9 +122,13 @@ export class ConflictError extends DomainError {
  * input on REST and GraphQL as before; the SCIM face answers it as 409 `uniqueness`.
  */
 export class DuplicateValueError extends InvalidInputError {
-  /** `path`: where the value sits in the input (GraphQL names), so a form shows the problem beside its field. */
-  constructor(readonly field: string, detail: string, path?: Array<string | number>) {
-    super(detail, undefined, path ? [{ path, code: 'DUPLICATE', message: detail }] : undefined);
+  /**
+   * `taken`: what is wrong, or each place in the input (GraphQL names) holding a taken value with its
+   * message, so a form shows the problem beside its field.
+   */
+  constructor(readonly field: string, taken: string | Array<{ path: Array<string | number>; message: string }>) {
+    const fields = typeof taken === 'string' ? [] : taken.map((problem) => ({ ...problem, code: 'DUPLICATE' }));
+    super(typeof taken === 'string' ? taken : fields.map((problem) => problem.message), undefined, fields);
   }
 }
 

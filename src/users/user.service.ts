@@ -56,14 +56,16 @@ export class UsersService {
   /** `active: false` creates the user suspended (an identity provider may provision a user it has not yet let in). */
   async create(fields: UserFields & { active?: boolean | null }): Promise<User> {
     policy.assertCanUpdateUsers(this.principal);
-    const problems = userFieldProblems(fields, { creating: true });
-    if (problems.length) throw InvalidInputError.ofFields(problems.map((problem) => inputFieldProblem(['input'], problem)));
+    const problems = userFieldProblems(fields, { creating: true }).map((problem) => inputFieldProblem(['input'], problem));
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.transactions.run(this.em, async (em) => {
           const writes = new UserWrites(em, this.principal.accountId);
-          const holders = await writes.emailHolders([normalizeEmail(fields.email!)]);
-          if (holders.size) throw new DuplicateValueError('email', EMAIL_TAKEN, ['input', 'email']);
+          const checkable = typeof fields.email === 'string' && !problems.some((problem) => problem.path[1] === 'email');
+          const taken = checkable && (await writes.emailHolders([normalizeEmail(fields.email!)])).size > 0 ? [emailTakenAt(['input'])] : [];
+          // A taken email joins the input's other problems, so one answer names them all.
+          if (problems.length) throw InvalidInputError.ofFields([...problems, ...taken]);
+          if (taken.length) throw new DuplicateValueError('email', taken);
           if (fields.externalId != null && (await writes.externalIdHolders([fields.externalId])).size) throw new DuplicateValueError('externalId', EXTERNAL_ID_TAKEN);
           const { timeZone: accountTimeZone } = await em.findOneOrFail(Account, { id: this.principal.accountId });
           const emailSetBy = authorshipOf(this.principal);
@@ -141,26 +143,30 @@ export class UsersService {
         if (patch.role !== undefined && patch.role !== user.role && user.role === 'owner') {
           problem(index, 'role', 'NOT_ALLOWED', 'of the account owner cannot be changed');
         }
-        // A null email is refused above; only a string takes part in the duplicate check.
+        // A null email is refused with the other problems; only a string takes part in the duplicate check.
         if (typeof patch.email === 'string') {
           const email = normalizeEmail(patch.email);
           if (emails.has(email)) problem(index, 'email', 'DUPLICATE', `is also given to users[${emails.get(email)}]`);
           emails.set(email, index);
         }
       });
-      if (problems.length) throw InvalidInputError.ofFields(problems);
 
-      // Emails that change, checked against the other users of the account in one statement; the
-      // first element asking for a taken one is reported. Users of this batch may hand theirs on:
-      // if one keeps it after all, the unique index refuses the update below.
+      // Emails that change (and are not refused already), checked against the other users of the
+      // account in one statement, each taken one at its element. Users of this batch may hand theirs
+      // on: if one keeps it after all, the unique index refuses the update below.
+      const reported = new Set(problems.map((problem) => JSON.stringify(problem.path)));
       const changing = patches.flatMap((patch, index) => {
-        const email = patch.email === undefined ? undefined : normalizeEmail(patch.email);
-        return email !== undefined && email !== normalizeEmail(byId.get(patch.id)!.email) ? [{ email, index }] : [];
+        const user = byId.get(patch.id);
+        if (!user || typeof patch.email !== 'string' || reported.has(JSON.stringify([...at(index), 'email']))) return [];
+        const email = normalizeEmail(patch.email);
+        return email !== normalizeEmail(user.email) ? [{ email, index }] : [];
       });
       const holders = await writes.emailHolders(changing.map((change) => change.email));
       const batch = new Set(patches.map((patch) => patch.id));
-      const taken = changing.find((change) => holders.has(change.email) && !batch.has(holders.get(change.email)!));
-      if (taken) throw new DuplicateValueError('email', `${label(taken.index)}${EMAIL_TAKEN}`, [...at(taken.index), 'email']);
+      const taken = changing.filter((change) => holders.has(change.email) && !batch.has(holders.get(change.email)!)).map((change) => emailTakenAt(at(change.index), label(change.index)));
+      // A taken email joins the input's other problems, so one answer names them all.
+      if (problems.length) throw InvalidInputError.ofFields([...problems, ...taken]);
+      if (taken.length) throw new DuplicateValueError('email', taken);
       const externalIds = patches.flatMap((patch, index) => (patch.externalId != null && patch.externalId !== byId.get(patch.id)!.externalId ? [{ externalId: patch.externalId, index }] : []));
       const externalIdHolders = await writes.externalIdHolders(externalIds.map((change) => change.externalId));
       const takenExternalId = externalIds.find((change) => externalIdHolders.has(change.externalId) && !batch.has(externalIdHolders.get(change.externalId)!));
@@ -288,6 +294,11 @@ export async function createAccountOwner(em: EntityManager, account: Account, fi
 }
 
 /** A user field's problem as a form error: the path under the operation's argument, the message naming the field as GraphQL does. */
+/** A taken email at its element's `email`, in the duplicate check's words. */
+function emailTakenAt(base: (string | number)[], label = ''): FieldProblem {
+  return { path: [...base, 'email'], code: 'DUPLICATE', message: `${label}${EMAIL_TAKEN}` };
+}
+
 function inputFieldProblem(base: (string | number)[], problem: UserFieldProblem, label = ''): FieldProblem {
   return { path: [...base, problem.field], code: problem.code, message: `${label}${problem.field} ${problem.detail}` };
 }
