@@ -81,7 +81,12 @@ const response = (page: Page) => page.evaluate(() => (document.querySelector('.g
     });
     await page.goto(`${origin}/graphql`);
     await page.getByRole('button', { name: /Headers/ }).click();
+    // The key pasted into the headers is what the schema is introspected with.
+    const introspected = page.waitForResponse(async (answer) => answer.url().endsWith('/graphql') && (answer.request().postData() ?? '').includes('__schema') && answer.status() === 200);
     await setEditor(page, '.graphiql-editor-tool .graphiql-editor:not(.hidden)', JSON.stringify({ Authorization: `Token token=${token}` }));
+    expect(JSON.parse(await (await introspected).text()).data.__schema.queryType.name).toBe('Query');
+    await page.getByRole('button', { name: /Documentation Explorer/ }).click();
+    await page.locator('.graphiql-doc-explorer').getByText('Query', { exact: true }).first().waitFor();
     await setEditor(page, '.graphiql-query-editor', `{ user(id: "${user.id}") { name } }`);
     await page.locator('.graphiql-execute-button').click();
     await page.waitForFunction(() => ((document.querySelector('.graphiql-response .CodeMirror') as unknown as { CodeMirror?: { getValue(): string } })?.CodeMirror?.getValue() ?? '').includes('Explorer Subject'));

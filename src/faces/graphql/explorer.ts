@@ -68,14 +68,33 @@ const INIT = `(function () {
       body: JSON.stringify(params),
     }).then(function (response) { return response.json(); });
   }
-  var root = ReactDOM.createRoot(document.getElementById('explorer'));
-  root.render(React.createElement(GraphiQL, {
-    fetcher: fetcher,
-    defaultHeaders: JSON.stringify({ Authorization: 'Token token=<your API key>' }, null, 2),
-    defaultQuery: '# Put a credential in the headers below, then run:\\n{ viewer { id name email } }\\n',
-    isHeadersEditorEnabled: true,
-    shouldPersistHeaders: false,
-  }));
+  // The schema is introspected with the headers' credential: GraphiQL does so when its fetcher
+  // changes, so a new Authorization (once typing pauses) gets a new fetcher, and the schema with it.
+  function Explorer() {
+    var generation = React.useState(0);
+    var shown = React.useRef(undefined);
+    var pause = React.useRef(undefined);
+    var current = React.useMemo(function () { return function (params, options) { return fetcher(params, options); }; }, [generation[0]]);
+    function onEditHeaders(text) {
+      var authorization;
+      try { authorization = authorizationOf(JSON.parse(text)).authorization; } catch (notJson) { return; }
+      clearTimeout(pause.current);
+      pause.current = setTimeout(function () {
+        if (authorization === shown.current) return;
+        shown.current = authorization;
+        generation[1](function (count) { return count + 1; });
+      }, 400);
+    }
+    return React.createElement(GraphiQL, {
+      fetcher: current,
+      onEditHeaders: onEditHeaders,
+      defaultHeaders: JSON.stringify({ Authorization: 'Token token=<your API key>' }, null, 2),
+      defaultQuery: '# Put a credential in the headers below, then run:\\n{ viewer { id name email } }\\n',
+      isHeadersEditorEnabled: true,
+      shouldPersistHeaders: false,
+    });
+  }
+  ReactDOM.createRoot(document.getElementById('explorer')).render(React.createElement(Explorer));
 })();
 `;
 
