@@ -86,6 +86,9 @@ describe('configureSingleSignOn and disableSingleSignOn', () => {
     expect(await ssoRows(harness, account.id)).toBe(0);
   });
 
+});
+
+describe('configureSingleSignOn answers every problem of the settings at once', () => {
   test('every problem of the provider\'s settings in one answer, each at its field', async () => {
     const account = await harness.createAccount();
     const pathsOf = (result: { errors?: Array<{ extensions?: { fields?: Array<{ path: unknown[] }> } }> }) => result.errors?.[0]?.extensions?.fields?.map((field) => field.path.join('.'));
@@ -122,6 +125,9 @@ describe('configureSingleSignOn and disableSingleSignOn', () => {
     expect(await ssoRows(harness, account.id)).toBe(0);
   });
 
+});
+
+describe('who may configure single sign-on', () => {
   test('only account admins: a member, a read-only user, a read-only account key are FORBIDDEN; another account is untouched', async () => {
     const account = await harness.createAccount();
     const other = await harness.createAccount();
