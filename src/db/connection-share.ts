@@ -102,19 +102,38 @@ const STATEMENT_METHODS: Record<string, (args: unknown[]) => unknown> = {
   execute: positional(3),
 };
 
+const SHARE = Symbol('connection share');
+
 /**
- * The driver as one request sees it: the shared driver (every other property is read from it),
- * with each statement outside a transaction run within the request's share. The methods run on
- * the shared driver itself, so a method calling another takes no second place.
+ * For each driver, the prototype of its per-request views: the driver itself underneath (every
+ * other property is read from it), and each statement method run within the view's share unless
+ * its call names a transaction. The methods run on the shared driver itself, so a method calling
+ * another takes no second place. Built once per driver, so a request's view costs one object.
  */
-function driverWithin(driver: object, share: ConnectionShare): object {
-  const shared = Object.create(driver) as Record<string, DriverCall>;
+const requestViews = new WeakMap<object, object>();
+
+function requestViewOf(driver: object): object {
+  let view = requestViews.get(driver);
+  if (view) return view;
+  view = Object.create(driver) as object;
   for (const [method, transactionOf] of Object.entries(STATEMENT_METHODS)) {
     const call = (driver as Record<string, DriverCall>)[method];
     if (typeof call !== 'function') continue;
-    shared[method] = (...args) => (transactionOf(args) ? call.apply(driver, args) : share.run(() => call.apply(driver, args)));
+    Object.defineProperty(view, method, {
+      value: function runWithinShare(this: { [SHARE]: ConnectionShare }, ...args: unknown[]) {
+        return transactionOf(args) ? call.apply(driver, args) : this[SHARE].run(() => call.apply(driver, args));
+      },
+    });
   }
-  return shared;
+  requestViews.set(driver, view);
+  return view;
+}
+
+/** The driver as one request sees it: its statements outside a transaction run within `share`. */
+function driverWithin(driver: object, share: ConnectionShare): object {
+  const view = Object.create(requestViewOf(driver)) as { [SHARE]: ConnectionShare };
+  view[SHARE] = share;
+  return view;
 }
 
 /**
