@@ -55,6 +55,12 @@ const spread = (values: number[], digits = 2) => `${fixed(median(values), digits
 
 /** Per round, the ratio of two sides' throughput (each side ran once in every round). */
 const ratios = (over: Side, under: Side) => over.runs.map((run, round) => run.rps / under.runs[round]!.rps);
+/**
+ * Per round, head's server CPU per request over base's (below 1: head spends less). On a machine
+ * whose neighbours take its cores at random, CPU per request moves less from round to round than
+ * throughput does, so it is the figure to read for a change of a few percent.
+ */
+const cpuRatios = (head: Side, base: Side) => head.runs.map((run, round) => (run.cpuMicros ?? Number.NaN) / (base.runs[round]!.cpuMicros ?? Number.NaN));
 
 async function compareScenario(scenario: Scenario, sides: Side[], apiKey: string): Promise<string> {
   const answers = await Promise.all(sides.map((side) => call(side.server, apiKey, scenario.method, scenario.path, scenario.body)));
@@ -70,12 +76,12 @@ async function compareScenario(scenario: Scenario, sides: Side[], apiKey: string
       if (result.failures) throw new Error(`${scenario.name}: ${side.name} had ${result.failures} failed requests`);
       side.runs.push(result);
     }
-    log(`${scenario.name}: round ${round + 1}: ${sides.map((side) => `${side.name} ${fixed(side.runs.at(-1)!.rps, 0)} req/s`).join(', ')}`);
+    log(`${scenario.name}: round ${round + 1}: ${sides.map((side) => `${side.name} ${fixed(side.runs.at(-1)!.rps, 0)} req/s, ${fixed(side.runs.at(-1)!.cpuMicros ?? Number.NaN, 0)} µs CPU per request`).join('; ')}`);
   }
   const [head, base, baseline] = sides as [Side, Side, Side];
   const cpu = (side: Side) => median(side.runs.map((run) => run.cpuMicros ?? Number.NaN));
   return `| ${scenario.name} | ${spread(head.runs.map((run) => run.rps), 0)} | ${spread(base.runs.map((run) => run.rps), 0)} | ${spread(baseline.runs.map((run) => run.rps), 0)} `
-    + `| ${spread(ratios(head, baseline))} | ${spread(ratios(base, baseline))} | ${spread(ratios(head, base))} | ${fixed(cpu(head), 0)} / ${fixed(cpu(base), 0)} / ${fixed(cpu(baseline), 0)} |`;
+    + `| ${spread(ratios(head, baseline))} | ${spread(ratios(base, baseline))} | ${spread(ratios(head, base))} | ${fixed(cpu(head), 0)} / ${fixed(cpu(base), 0)} / ${fixed(cpu(baseline), 0)} | ${spread(cpuRatios(head, base))} |`;
 }
 
 const baseMain = buildBase(baseRevision);
@@ -91,8 +97,8 @@ const output = [
     + `${label(size)} users; ${os.cpus().length} cores; load average at start ${os.loadavg().map((value) => value.toFixed(2)).join(' ')}; `
     + `${connections} connections, ${warmUpSeconds} s warm-up per side, ${rounds} rounds of ${seconds} s per side, the order rotating each round.`,
   '',
-  '| scenario | head req/s | base req/s | baseline req/s | head / baseline | base / baseline | head / base | server CPU µs per request (head / base / baseline) |',
-  '|---|---|---|---|---|---|---|---|',
+  '| scenario | head req/s | base req/s | baseline req/s | head / baseline | base / baseline | head / base | server CPU µs per request (head / base / baseline) | CPU per request, head / base |',
+  '|---|---|---|---|---|---|---|---|---|',
 ];
 try {
   for (const scenario of baselineReads(prepared).filter((candidate) => !filter || filter.split('|').some((part) => candidate.name.includes(part)))) {
