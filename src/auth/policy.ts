@@ -8,6 +8,16 @@ import { SCOPES, type Scope } from './scopes.js';
 export const CALENDAR_URL_SCOPE: Scope = 'users.write';
 
 /**
+ * Someone else's credentials and access, once the actor may manage users at all, follow the
+ * privilege order: the owner's are the owner's alone, an admin's that admin's or the owner's.
+ * `act` names what was refused, for the holder (`the owner's`, `an admin's`).
+ */
+function assertPrivilegeOrder(principal: Principal, holder: { role: UserRole }, act: (whose: string) => string): void {
+  if (holder.role === 'owner') throw new ForbiddenError(`Only the account owner may ${act('the owner\'s')}.`);
+  if (holder.role === 'admin' && !hasOwnerRights(principal)) throw new ForbiddenError(`Only the admin themself or the account owner may ${act('an admin\'s')}.`);
+}
+
+/**
  * The target-dependent half of the access matrix; the static half
  * (authenticated, scopes, writes) is declared on the schema and enforced by the auth checker.
  */
@@ -88,8 +98,7 @@ export const policy = {
     if (!isAccountAdmin(principal) || !canUpdateUser(principal)) {
       throw new ForbiddenError('Only the user themself or an account owner, admin or full-access account key may revoke a user\'s API keys.');
     }
-    if (holder.role === 'owner') throw new ForbiddenError('Only the account owner may revoke the owner\'s API keys.');
-    if (holder.role === 'admin' && !hasOwnerRights(principal)) throw new ForbiddenError('Only the admin themself or the account owner may revoke an admin\'s API keys.');
+    assertPrivilegeOrder(principal, holder, (whose) => `revoke ${whose} API keys`);
   },
 
   /**
@@ -100,8 +109,7 @@ export const policy = {
   assertMayEndAccessOf(principal: Principal, holder: { id: string; role: UserRole }): void {
     if (actingUserId(principal) === holder.id) return;
     this.assertSelfOrUserManager(principal, holder.id);
-    if (holder.role === 'owner') throw new ForbiddenError('Only the account owner may end the owner\'s sessions and delegations.');
-    if (holder.role === 'admin' && !hasOwnerRights(principal)) throw new ForbiddenError('Only the admin themself or the account owner may end an admin\'s sessions and delegations.');
+    assertPrivilegeOrder(principal, holder, (whose) => `end ${whose} sessions and delegations`);
   },
 
   /**

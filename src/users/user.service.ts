@@ -264,17 +264,16 @@ export class UsersService {
     throw new ForbiddenError('Only the account owner may change the owner.');
   }
 
+  /** An admin's email: changed by that admin, the owner, or a provisioning token created with owner rights. The owner's own is held by assertIsOwnerOrOwnersIdentityProvider, which runs first. */
   private assertMayChangeEmailOf(user: LockedUser): void {
-    if (user.role !== 'owner' && user.role !== 'admin') return;
+    if (user.role !== 'admin') return;
     if (this.principal.kind === 'provisioning_token') {
       if (this.principal.ownerRights) return;
-      throw new ForbiddenError('This provisioning token was not created by the account owner: it may not change an admin\'s or the owner\'s email. The owner creates one that may.');
+      throw new ForbiddenError('This provisioning token was not created by the account owner: it may not change an admin\'s email. The owner creates one that may.');
     }
     const actor = isUserPrincipal(this.principal) ? this.principal : undefined;
-    if (actor && (actor.userId === user.id || (user.role === 'admin' && actor.role === 'owner'))) return;
-    throw new ForbiddenError(user.role === 'owner'
-      ? 'Only the account owner may change the owner\'s email.'
-      : 'Only the admin themself or the account owner may change an admin\'s email.');
+    if (actor && (actor.userId === user.id || actor.role === 'owner')) return;
+    throw new ForbiddenError('Only the admin themself or the account owner may change an admin\'s email.');
   }
 }
 
@@ -293,7 +292,6 @@ export async function createAccountOwner(em: EntityManager, account: Account, fi
   return owner;
 }
 
-/** A user field's problem as a form error: the path under the operation's argument, the message naming the field as GraphQL does. */
 /** A taken email at its element's `email`, in the duplicate check's words. */
 function emailTakenAt(base: (string | number)[], label = ''): FieldProblem {
   return { path: [...base, 'email'], code: 'DUPLICATE', message: `${label}${EMAIL_TAKEN}` };
