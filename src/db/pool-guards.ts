@@ -48,13 +48,17 @@ function refuseUnconfirmedCommit(client: pg.PoolClient, commitTimeoutMs: number)
   client.on('notice', (notice) => {
     if (SYNCHRONOUS_WAIT_CANCELLED.test(notice.message ?? '')) cancelledWait = true;
   });
-  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-  client.query = ((...args: unknown[]) => {
-    const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: unknown } | undefined)?.text;
-    if (typeof text !== 'string' || !COMMIT.test(text) || args.some((arg) => typeof arg === 'function')) return query(...args);
+  const query = client.query.bind(client) as (config: unknown, values?: unknown, callback?: unknown) => unknown;
+  // pg's query(config, values, callback) treats an argument given as undefined as one left out,
+  // so every statement passes through without an arguments array of its own.
+  client.query = ((config: unknown, values?: unknown, callback?: unknown) => {
+    const text = typeof config === 'string' ? config : (config as { text?: unknown } | undefined)?.text;
+    if (typeof text !== 'string' || !COMMIT.test(text) || typeof values === 'function' || typeof callback === 'function' || typeof (config as { callback?: unknown }).callback === 'function') {
+      return query(config, values, callback);
+    }
     cancelledWait = false;
     const timer = setTimeout(() => sendCancelRequest(client), commitTimeoutMs);
-    return (query(...args) as Promise<unknown>).then(
+    return (query(config, values, callback) as Promise<unknown>).then(
       (result) => {
         clearTimeout(timer);
         if (cancelledWait) throw new UnconfirmedCommitError();
