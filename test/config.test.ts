@@ -69,6 +69,18 @@ test('DATABASE_STATEMENT_TIMEOUT_MS defaults to 5 s and must be 100 to 600000 ms
   }
 });
 
+test('GraphQL limits: cost 100,000, 20 root fields and 2 database connections per request by default, each checked', () => {
+  expect(loadConfig({})).toMatchObject({ graphqlMaxCost: 100_000, graphqlMaxRootFields: 20, graphqlMaxDbConnectionsPerRequest: 2 });
+  const tuned = loadConfig({ GRAPHQL_MAX_COST: '5000', GRAPHQL_MAX_ROOT_FIELDS: '3', GRAPHQL_MAX_DB_CONNECTIONS_PER_REQUEST: '1' });
+  expect([tuned.graphqlMaxCost, tuned.graphqlMaxRootFields, tuned.graphqlMaxDbConnectionsPerRequest]).toEqual([5_000, 3, 1]);
+  for (const bad of ['0', '-1', '2.5', 'two', '1001']) {
+    expect(() => loadConfig({ GRAPHQL_MAX_ROOT_FIELDS: bad })).toThrow(/GRAPHQL_MAX_ROOT_FIELDS must be an integer from 1 to 1000/);
+    expect(() => loadConfig({ GRAPHQL_MAX_DB_CONNECTIONS_PER_REQUEST: bad })).toThrow(/GRAPHQL_MAX_DB_CONNECTIONS_PER_REQUEST must be an integer from 1 to 1000/);
+  }
+  // Both wrong at once: both named in one error.
+  expect(() => loadConfig({ GRAPHQL_MAX_ROOT_FIELDS: '0', GRAPHQL_MAX_DB_CONNECTIONS_PER_REQUEST: '0' })).toThrow(/GRAPHQL_MAX_ROOT_FIELDS[\s\S]*GRAPHQL_MAX_DB_CONNECTIONS_PER_REQUEST/);
+});
+
 test('METRICS_TOKEN is optional, and a weak one is refused', () => {
   expect(loadConfig({}).metricsToken).toBeUndefined();
   expect(loadConfig({ METRICS_TOKEN: 'm'.repeat(24) }).metricsToken).toBe('m'.repeat(24));
