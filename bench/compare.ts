@@ -9,6 +9,7 @@ import { existsSync, readFileSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { baselineReads, label, prepare } from './seed.js';
+import { WRITERS_SCENARIO, driveWriters, writerUsers } from './writers.js';
 import { call, here, load, log, median, startServer, startService, type LoadResult, type Scenario, type Server } from './servers.js';
 
 const serverUrl = process.env.DATABASE_URL;
@@ -67,20 +68,35 @@ async function compareScenario(scenario: Scenario, sides: Side[], apiKey: string
   answers.forEach((answer, index) => {
     if (answer.status !== 200 || answer.text !== answers[0]!.text) throw new Error(`${scenario.name}: ${sides[index]!.name} answered ${answer.status} or other bytes: ${answer.text.slice(0, 300)}`);
   });
-  for (const side of sides) side.runs = [];
   for (const side of sides) if (warmUpSeconds > 0) await load(side.server, scenario, apiKey, { connections, seconds: warmUpSeconds });
+  return compareRounds(scenario.name, sides, (server) => load(server, scenario, apiKey, { connections, seconds }));
+}
+
+/** The writers' scenario: the same rounds, each side's writers driven from this process. */
+async function compareWriters(sides: Side[], apiKey: string): Promise<string> {
+  const writers = await writerUsers(prepared);
+  for (const side of sides) if (warmUpSeconds > 0) await driveWriters(side.server, apiKey, writers, warmUpSeconds);
+  return compareRounds(WRITERS_SCENARIO, sides, async (server) => {
+    const run = await driveWriters(server, apiKey, writers, seconds);
+    return { rps: run.rps, p50: Number.NaN, p99: Number.NaN, failures: 0, cpuMicros: run.cpuMicros };
+  });
+}
+
+/** `rounds` rounds, each driving every side once in an order that rotates; one table row of medians and spreads. */
+async function compareRounds(name: string, sides: Side[], drive: (server: Server) => Promise<LoadResult>): Promise<string> {
+  for (const side of sides) side.runs = [];
   for (let round = 0; round < rounds; round++) {
     const order = sides.map((_, index) => sides[(index + round) % sides.length]!);
     for (const side of order) {
-      const result = await load(side.server, scenario, apiKey, { connections, seconds });
-      if (result.failures) throw new Error(`${scenario.name}: ${side.name} had ${result.failures} failed requests`);
+      const result = await drive(side.server);
+      if (result.failures) throw new Error(`${name}: ${side.name} had ${result.failures} failed requests`);
       side.runs.push(result);
     }
-    log(`${scenario.name}: round ${round + 1}: ${sides.map((side) => `${side.name} ${fixed(side.runs.at(-1)!.rps, 0)} req/s, ${fixed(side.runs.at(-1)!.cpuMicros ?? Number.NaN, 0)} µs CPU per request`).join('; ')}`);
+    log(`${name}: round ${round + 1}: ${sides.map((side) => `${side.name} ${fixed(side.runs.at(-1)!.rps, 0)} req/s, ${fixed(side.runs.at(-1)!.cpuMicros ?? Number.NaN, 0)} µs CPU per request`).join('; ')}`);
   }
   const [head, base, baseline] = sides as [Side, Side, Side];
   const cpu = (side: Side) => median(side.runs.map((run) => run.cpuMicros ?? Number.NaN));
-  return `| ${scenario.name} | ${spread(head.runs.map((run) => run.rps), 0)} | ${spread(base.runs.map((run) => run.rps), 0)} | ${spread(baseline.runs.map((run) => run.rps), 0)} `
+  return `| ${name} | ${spread(head.runs.map((run) => run.rps), 0)} | ${spread(base.runs.map((run) => run.rps), 0)} | ${spread(baseline.runs.map((run) => run.rps), 0)} `
     + `| ${spread(ratios(head, baseline))} | ${spread(ratios(base, baseline))} | ${spread(ratios(head, base))} | ${fixed(cpu(head), 0)} / ${fixed(cpu(base), 0)} / ${fixed(cpu(baseline), 0)} | ${spread(cpuRatios(head, base))} |`;
 }
 
@@ -100,10 +116,12 @@ const output = [
   '| scenario | head req/s | base req/s | baseline req/s | head / baseline | base / baseline | head / base | server CPU µs per request (head / base / baseline) | CPU per request, head / base |',
   '|---|---|---|---|---|---|---|---|---|',
 ];
+const chosen = (name: string) => !filter || filter.split('|').some((part) => name.includes(part));
 try {
-  for (const scenario of baselineReads(prepared).filter((candidate) => !filter || filter.split('|').some((part) => candidate.name.includes(part)))) {
+  for (const scenario of baselineReads(prepared).filter((candidate) => chosen(candidate.name))) {
     output.push(await compareScenario(scenario, sides, prepared.apiKey));
   }
+  if (chosen(WRITERS_SCENARIO)) output.push(await compareWriters(sides, prepared.apiKey));
 } finally {
   for (const side of sides) await side.server.request('stop');
 }

@@ -159,7 +159,7 @@ export interface LoadResult {
 }
 
 /** CPU time a process has used so far (utime + stime from /proc/<pid>/stat), in µs; undefined where /proc is not there. */
-function cpuMicrosOf(pid: number | undefined): number | undefined {
+export function cpuMicrosOf(pid: number | undefined): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces); utime and stime are the 14th and 15th.
