@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { BENCH_URLS } from './settings.js';
 
@@ -18,8 +18,18 @@ export const here = (file: string) => fileURLToPath(new URL(file, import.meta.ur
 
 /** The service runs with the Node flags `npm start` gives it (package.json `config.serverNodeFlags`), so its heap is measured as deployed. */
 const serverNodeFlags = (JSON.parse(readFileSync(here('../../package.json'), 'utf8')) as { config: { serverNodeFlags: string } }).config.serverNodeFlags.split(' ').filter(Boolean);
-/** BENCH_PROFILE_DIR: the service writes a V8 CPU profile there when it stops (node --cpu-prof). */
-const profileFlags = () => (process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []);
+/**
+ * BENCH_PROFILE_DIR: the service, and the baseline, each write a V8 CPU profile there when they stop
+ * (node --cpu-prof; the baseline's file names start with `baseline`), so where the service spends
+ * what the baseline does not can be read function by function.
+ */
+const profileFlags = (prefix = 'CPU') => {
+  const dir = process.env.BENCH_PROFILE_DIR;
+  if (!dir) return [];
+  const cpu = ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${prefix}.\${pid}.cpuprofile`];
+  // BENCH_HEAP_PROFILE=1: an allocation profile beside it (bench/allocation-sampling.ts), for where the garbage comes from.
+  return process.env.BENCH_HEAP_PROFILE === '1' ? [...cpu, '--import', `${pathToFileURL(here('allocation-sampling.js')).href}?${new URLSearchParams({ dir, prefix })}`] : cpu;
+};
 
 export interface Stats {
   statements: number;
@@ -38,7 +48,7 @@ export interface Server {
 
 /** A bench-only process answering over IPC: bench/app-server.ts (a composition of createApp) or bench/baseline-server.ts. */
 export async function startServer(script: string, databaseUrl: string, env: Record<string, string> = {}): Promise<Server> {
-  const profile = script === 'app-server.js' && !env.BENCH_COUNT_STATEMENTS ? profileFlags() : [];
+  const profile = script === 'baseline-server.js' ? profileFlags('baseline') : script === 'app-server.js' && !env.BENCH_COUNT_STATEMENTS ? profileFlags() : [];
   // NODE_ENV=production as deployed (docs/operating.md, "Configuration"): graphql-js, for one, skips its development-mode checks then.
   const mode = script === 'app-server.js' ? { NODE_ENV: 'production' } : {};
   const child = fork(here(script), [], { env: { ...process.env, ...mode, ...env, BENCH_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: script === 'app-server.js' ? [...serverNodeFlags, ...profile] : profile });

@@ -4,7 +4,8 @@ import { startHarness, type Harness, type TestAccount } from './support/harness.
 import { testPooler } from './support/database.js';
 import { allEntities } from '../src/app/features.js';
 import { openDatabase } from '../src/db/database.js';
-import { numberedPlaceholders, readPath } from '../src/db/read-path.js';
+import { numberedPlaceholders } from '../src/db/bound-statements.js';
+import { readPath } from '../src/db/read-path.js';
 
 /**
  * The shape of what the read path sends (src/db/read-path.ts), which the benchmark's comparison with
@@ -92,6 +93,35 @@ describe('values are data, whatever they contain', () => {
     expect(numberedPlaceholders(`select '?' as "a?", ? as b where c = ? and d \\? 'k'`)).toEqual({ text: `select '?' as "a?", $1 as b where c = $2 and d ? 'k'`, parameters: 2 });
     expect(numberedPlaceholders(`select 'it''s ?', ?`)).toEqual({ text: `select 'it''s ?', $1`, parameters: 1 });
     expect(() => numberedPlaceholders('select ?? from users')).toThrow(/identifier placeholder/);
+  });
+});
+
+(process.env.DATABASE_URL ? describe : describe.skip)('PostgreSQL: inside a write, values are bound too', () => {
+  test('PUT /users: the email check and the one UPDATE carry the patches and ids as parameters, unnamed; the names come back intact', async () => {
+    const ids: string[] = [];
+    for (const email of ['first-bound@example.com', 'second-bound@example.com']) {
+      const created = await h.rest('post', '/users', { key: account.key, body: { user: { type: 'user', name: 'Before', email } } });
+      expect(created.status).toBe(201);
+      ids.push(created.body.user.id);
+    }
+    const names = { [ids[0]!]: `${QUOTED_NAME} (bulk)`, [ids[1]!]: `it's ?, $2 and \\? -- (bulk)` };
+    const users = Object.entries(names).map(([id, name]) => ({ id, type: 'user', name, email: `${id.toLowerCase()}-bound@example.com` }));
+    let response: Awaited<ReturnType<Harness['rest']>> | undefined;
+    const statements = await sentDuring(async () => {
+      response = await h.rest('put', '/users', { key: account.key, body: { users } });
+    });
+    expect(response!.status).toBe(200);
+    expect(Object.fromEntries(response!.body.users.map((user: { id: string; name: string }) => [user.id, user.name]))).toEqual(names);
+    const update = statements.find((statement) => /^update users set /.test(statement.text));
+    expect(update?.text).toMatch(/from jsonb_array_elements\(\$1::jsonb\)/);
+    expect(update?.text).toMatch(/users\.id = any\(\$2\)/);
+    expect(update?.name).toBeUndefined();
+    expect(update?.values?.[0]).toContain('(bulk)');
+    const holders = statements.find((statement) => /lower\(email\) = any\(\$2\)/.test(statement.text));
+    expect(holders?.values?.[1]).toEqual(expect.arrayContaining(users.map((user) => user.email)));
+    for (const statement of [update!, holders!]) {
+      for (const value of [...Object.values(names), ...users.map((user) => user.email)]) expect(statement.text).not.toContain(value);
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/sql';
+import { keptStatement, numberedPlaceholders, transactionRows, type BoundStatement } from './bound-statements.js';
 import { connectionShareOf } from './connection-share.js';
 import { routePresentingRead } from './read-routing.js';
 import type { StatementConnection } from './replicas.js';
@@ -72,63 +73,17 @@ export function configureReadPath(em: EntityManager, settings: ReadPathSettings)
  * whatever combinations of selected fields requests ask for. Past it, statements go unnamed.
  */
 export const MAX_NAMED_STATEMENTS = 200;
-/** Statement texts whose `$n` form is kept (converting is a scan of the text); past it, converted each time. */
-const MAX_KEPT_STATEMENTS = 2_000;
-
-interface BoundStatement {
-  /** The text with `$1`, `$2`, ... for the `?` placeholders. */
-  text: string;
-  parameters: number;
-  /** Set for a prepared statement: derived from the text, so it is the same on every connection and every instance. */
-  name?: string;
-}
-
-const kept = new Map<string, BoundStatement>();
 let namesGiven = 0;
 
 function bound(sql: string, prepared: boolean): BoundStatement {
-  let statement = kept.get(sql);
-  if (!statement) {
-    statement = numberedPlaceholders(sql);
-    // Past the bound a text is converted on each use and never named (names are counted once per kept text).
-    if (kept.size >= MAX_KEPT_STATEMENTS) return statement;
-    kept.set(sql, statement);
-  }
+  const statement = keptStatement(sql);
+  // Past the bound a text is converted on each use and never named (names are counted once per kept text).
+  if (!statement) return numberedPlaceholders(sql);
   if (prepared && statement.name === undefined && namesGiven < MAX_NAMED_STATEMENTS) {
     statement.name = `aag_${createHash('sha256').update(statement.text).digest('hex').slice(0, 24)}`;
     namesGiven++;
   }
   return statement;
-}
-
-/**
- * `?` placeholders (outside quoted literals and identifiers) as PostgreSQL's `$1`, `$2`, ...; `\?`
- * is a literal question mark, as in MikroORM's `execute`.
- */
-export function numberedPlaceholders(sql: string): BoundStatement {
-  let text = '';
-  let parameters = 0;
-  let quote: string | undefined;
-  for (let i = 0; i < sql.length; i++) {
-    const char = sql[i]!;
-    if (quote !== undefined) {
-      // A doubled quote inside a literal closes and reopens it: the same text either way.
-      if (char === quote) quote = undefined;
-      text += char;
-    } else if (char === "'" || char === '"') {
-      quote = char;
-      text += char;
-    } else if (char === '\\' && sql[i + 1] === '?') {
-      text += '?';
-      i++;
-    } else if (char === '?') {
-      if (sql[i + 1] === '?') throw new Error('read path: `??` (an identifier placeholder) is not a bind parameter');
-      text += `$${++parameters}`;
-    } else {
-      text += char;
-    }
-  }
-  return { text, parameters };
 }
 
 /** What the driver's own client offers: `pg`'s pool (a query config with `name` is a named statement) and PGlite. */
@@ -145,12 +100,6 @@ async function nativeClient(connection: StatementConnection): Promise<NativeClie
   return client;
 }
 
-/** A list as a PostgreSQL array literal, for the one path that still inlines values (em.execute inside a write). */
-function arrayLiteral(values: readonly unknown[]): string {
-  const element = (value: unknown) => (value === null || value === undefined ? 'NULL' : `"${String(value).replace(/["\\]/g, (char) => `\\${char}`)}"`);
-  return `{${values.map(element).join(',')}}`;
-}
-
 /** How long histogram bounds are reused before they are read again (autovacuum's ANALYZE runs minutes apart). */
 export const STATISTICS_TTL_MS = 60_000;
 /** Per database (its primary connection): table.column -> bounds and when they were read. */
@@ -162,7 +111,7 @@ export function readPath(em: EntityManager): ReadPath {
   const logger = em.config.getLogger();
   const run = async <T extends object>(sql: string, params: readonly unknown[], options: ReadOptions): Promise<T[]> => {
     // Inside a write every statement joins its transaction, on the transaction's connection.
-    if (em.isInTransaction()) return em.execute<T[]>(sql, params.map((value) => (Array.isArray(value) ? arrayLiteral(value) : value)), 'all');
+    if (em.isInTransaction()) return transactionRows<T>(em, sql, params);
     const statement = bound(sql, Boolean(options.prepared));
     // The name is the statement's; whether it is used is this database's setting (one process may open several).
     const name = named ? statement.name : undefined;

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { CompiledQuery } from 'kysely';
+import { transactionRows } from './bound-statements.js';
 
 /**
  * The one place that decides how bulk writes reach the database without the unit of work. A
@@ -13,14 +14,16 @@ import { CompiledQuery } from 'kysely';
  * cost more CPU than the statements themselves (docs/BENCHMARKS.md, the write path).
  */
 export interface WritePath {
-  /** Rows of a statement run in the transaction `tx` belongs to. */
+  /**
+   * Rows of a statement run in the transaction `tx` belongs to. `?` marks each parameter, bound
+   * rather than written into the text (src/db/bound-statements.ts); a list is one parameter (`= any(?)`).
+   */
   rows<T extends object>(sql: string, params: readonly unknown[]): Promise<T[]>;
 }
 
 export function writePath(tx: EntityManager): WritePath {
   return {
-    // em.execute joins the transaction of `tx`; the connection's own execute would not.
-    rows: <T extends object>(sql: string, params: readonly unknown[]) => tx.execute<T[]>(sql, [...params], 'all'),
+    rows: <T extends object>(sql: string, params: readonly unknown[]) => transactionRows<T>(tx, sql, params),
   };
 }
 
@@ -78,7 +81,7 @@ export function patchUpdateStatement(update: PatchUpdate): { sql: string; params
   return {
     sql: `update ${update.table} set ${assignments.join(', ')}
            from jsonb_array_elements(?::jsonb) as patch(value)
-          where ${update.table}.${update.key} in (?) and ${update.table}.${update.key} = ${value(update.key)} and ${update.where.sql}
+          where ${update.table}.${update.key} = any(?) and ${update.table}.${update.key} = ${value(update.key)} and ${update.where.sql}
           returning ${update.returning}`,
     params: [JSON.stringify(patches), patches.map((patch) => patch[update.key]), ...update.where.params],
   };

@@ -26,9 +26,9 @@ const LOCKED_COLUMNS = [
   'suspended_at is null as active',
   `${USER_FIELDS.version.column} as version`,
 ].join(', ');
-const EMAIL_HOLDERS = `select id, lower(email) as email from users where account_id = ? and lower(email) in (?) and ${LIVE_USER}`;
-const EXTERNAL_ID_HOLDERS = `select id, external_id from users where account_id = ? and external_id in (?) and ${LIVE_USER}`;
-const SET_SUSPENDED = `update users set suspended_at = ?, updated_at = now() where account_id = ? and ${LIVE_USER} and id in (?) returning id`;
+const EMAIL_HOLDERS = `select id, lower(email) as email from users where account_id = ? and lower(email) = any(?) and ${LIVE_USER}`;
+const EXTERNAL_ID_HOLDERS = `select id, external_id from users where account_id = ? and external_id = any(?) and ${LIVE_USER}`;
+const SET_SUSPENDED = `update users set suspended_at = ?, updated_at = now() where account_id = ? and ${LIVE_USER} and id = any(?) returning id`;
 const UPDATED_USERS = `users.account_id = ? and ${liveUser('users')}`;
 
 /**
