@@ -6,8 +6,8 @@ import { CompiledQuery } from 'kysely';
  * (a list is one parameter: `= any(?)`), never written into the text. The read path sends such
  * statements on its own connections; inside a write they go on the transaction's connection
  * (`transactionRows`). MikroORM's `execute` would instead inline every value as an escaped
- * literal, built a character at a time: for a bulk update's patches (a JSON document of 10 KB
- * per 100 users) that costs more than building them, and every such text is parsed anew.
+ * literal, built a character at a time (for a bulk update's patches, 10 KB of JSON per 100 users),
+ * so each write would send a text of its own, and a value would become SQL text.
  */
 export interface BoundStatement {
   /** The text with `$1`, `$2`, ... for the `?` placeholders. */
