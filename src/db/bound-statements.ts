@@ -22,7 +22,7 @@ const MAX_KEPT_STATEMENTS = 2_000;
 const kept = new Map<string, BoundStatement>();
 
 /** The `$n` form of a statement text, kept for the next use while there is room. */
-export function boundStatement(sql: string): BoundStatement {
+function boundStatement(sql: string): BoundStatement {
   return keptStatement(sql) ?? numberedPlaceholders(sql);
 }
 
