@@ -2,10 +2,10 @@ import type { EntityManager } from '@mikro-orm/sql';
 import { CompiledQuery } from 'kysely';
 
 /**
- * How this service's own SQL carries its values: `?` in the text, each value a bind parameter
- * (a list is one parameter: `= any(?)`), never written into the text. The read path sends such
- * statements on its own connections; inside a write they go on the transaction's connection
- * (`transactionRows`). MikroORM's `execute` would instead inline every value as an escaped
+ * How the read path's and the write path's SQL carries its values: `?` in the text, each value a
+ * bind parameter (a list is one parameter: `= any(?)`), never written into the text. The read path
+ * sends such statements on its own connections; inside a write they go on the transaction's
+ * connection (`transactionRows`). MikroORM's `execute` would instead inline every value as an escaped
  * literal, built a character at a time (for a bulk update's patches, 10 KB of JSON per 100 users),
  * so each write would send a text of its own, and a value would become SQL text.
  */
