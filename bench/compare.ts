@@ -52,6 +52,8 @@ interface Side {
 }
 
 const fixed = (value: number, digits = 2) => value.toFixed(digits);
+/** A run's server CPU per request, and the part of it on threads other than the main one. */
+const cpuText = (run: LoadResult) => `${fixed(run.cpuMicros ?? Number.NaN, 0)} µs CPU per request (${fixed(run.helperCpuMicros ?? Number.NaN, 0)} on helper threads)`;
 const spread = (values: number[], digits = 2) => `${fixed(median(values), digits)} (${fixed(Math.min(...values), digits)}-${fixed(Math.max(...values), digits)})`;
 
 /** Per round, the ratio of two sides' throughput (each side ran once in every round). */
@@ -78,7 +80,7 @@ async function compareWriters(sides: Side[], apiKey: string): Promise<string> {
   for (const side of sides) if (warmUpSeconds > 0) await driveWriters(side.server, apiKey, writers, warmUpSeconds);
   return compareRounds(WRITERS_SCENARIO, sides, async (server) => {
     const run = await driveWriters(server, apiKey, writers, seconds);
-    return { rps: run.rps, p50: Number.NaN, p99: Number.NaN, failures: 0, cpuMicros: run.cpuMicros };
+    return { rps: run.rps, p50: Number.NaN, p99: Number.NaN, failures: 0, cpuMicros: run.cpuMicros, helperCpuMicros: run.helperCpuMicros };
   });
 }
 
@@ -92,12 +94,14 @@ async function compareRounds(name: string, sides: Side[], drive: (server: Server
       if (result.failures) throw new Error(`${name}: ${side.name} had ${result.failures} failed requests`);
       side.runs.push(result);
     }
-    log(`${name}: round ${round + 1}: ${sides.map((side) => `${side.name} ${fixed(side.runs.at(-1)!.rps, 0)} req/s, ${fixed(side.runs.at(-1)!.cpuMicros ?? Number.NaN, 0)} µs CPU per request`).join('; ')}`);
+    log(`${name}: round ${round + 1}: ${sides.map((side) => `${side.name} ${fixed(side.runs.at(-1)!.rps, 0)} req/s, ${cpuText(side.runs.at(-1)!)}`).join('; ')}`);
   }
   const [head, base, baseline] = sides as [Side, Side, Side];
   const cpu = (side: Side) => median(side.runs.map((run) => run.cpuMicros ?? Number.NaN));
+  const helpers = (side: Side) => median(side.runs.map((run) => run.helperCpuMicros ?? Number.NaN));
   return `| ${name} | ${spread(head.runs.map((run) => run.rps), 0)} | ${spread(base.runs.map((run) => run.rps), 0)} | ${spread(baseline.runs.map((run) => run.rps), 0)} `
-    + `| ${spread(ratios(head, baseline))} | ${spread(ratios(base, baseline))} | ${spread(ratios(head, base))} | ${fixed(cpu(head), 0)} / ${fixed(cpu(base), 0)} / ${fixed(cpu(baseline), 0)} | ${spread(cpuRatios(head, base))} |`;
+    + `| ${spread(ratios(head, baseline))} | ${spread(ratios(base, baseline))} | ${spread(ratios(head, base))} | ${fixed(cpu(head), 0)} / ${fixed(cpu(base), 0)} / ${fixed(cpu(baseline), 0)} `
+    + `| ${fixed(helpers(head), 0)} / ${fixed(helpers(base), 0)} / ${fixed(helpers(baseline), 0)} | ${spread(cpuRatios(head, base))} |`;
 }
 
 const baseMain = buildBase(baseRevision);
@@ -113,8 +117,8 @@ const output = [
     + `${label(size)} users; ${os.cpus().length} cores; load average at start ${os.loadavg().map((value) => value.toFixed(2)).join(' ')}; `
     + `${connections} connections, ${warmUpSeconds} s warm-up per side, ${rounds} rounds of ${seconds} s per side, the order rotating each round.`,
   '',
-  '| scenario | head req/s | base req/s | baseline req/s | head / baseline | base / baseline | head / base | server CPU µs per request (head / base / baseline) | CPU per request, head / base |',
-  '|---|---|---|---|---|---|---|---|---|',
+  '| scenario | head req/s | base req/s | baseline req/s | head / baseline | base / baseline | head / base | server CPU µs per request (head / base / baseline) | of which helper threads (GC, libuv) | CPU per request, head / base |',
+  '|---|---|---|---|---|---|---|---|---|---|',
 ];
 const chosen = (name: string) => !filter || filter.split('|').some((part) => name.includes(part));
 try {

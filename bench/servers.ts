@@ -5,7 +5,7 @@
 import { execFile, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
@@ -166,15 +166,39 @@ export interface LoadResult {
   failures: number;
   /** The server process's CPU time (user + system, every thread) per completed request, in µs: steadier than throughput on a shared machine. */
   cpuMicros?: number;
+  /**
+   * Of `cpuMicros`, what threads other than the main one used: V8's workers (parallel scavenges,
+   * concurrent marking, compilation) and libuv's pool. A CPU profile (BENCH_PROFILE_DIR) samples
+   * only the main thread, so this part of the cost shows nowhere else.
+   */
+  helperCpuMicros?: number;
 }
 
-/** CPU time a process has used so far (utime + stime from /proc/<pid>/stat), in µs; undefined where /proc is not there. */
-export function cpuMicrosOf(pid: number | undefined): number | undefined {
+/**
+ * CPU time a process has used so far (utime + stime from /proc/<pid>/stat), in µs; undefined where
+ * /proc is not there. With `thread`, that thread's alone.
+ */
+export function cpuMicrosOf(pid: number | undefined, thread?: string): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(thread ? `/proc/${pid}/task/${thread}/stat` : `/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces); utime and stime are the 14th and 15th.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+/** CPU time of a process's threads other than its main thread (from /proc/<pid>/task/<tid>/stat), in µs. */
+export function helperCpuMicrosOf(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    let total = 0;
+    for (const thread of readdirSync(`/proc/${pid}/task`)) {
+      if (Number(thread) === pid) continue;
+      // A thread may end between the listing and the read: it then counts nothing.
+      total += cpuMicrosOf(pid, thread) ?? 0;
+    }
+    return total;
   } catch {
     return undefined;
   }
@@ -208,12 +232,15 @@ function autocannonArguments(server: Server, scenario: Scenario, apiKey: string,
 export async function load(server: Server, scenario: Scenario, apiKey: string, { connections, seconds, amount }: { connections: number; seconds?: number; amount?: number }): Promise<LoadResult> {
   const args = autocannonArguments(server, scenario, apiKey, connections);
   args.splice(1, 0, ...(amount ? ['-a', String(amount)] : ['-d', String(seconds ?? 5)]));
-  const cpuBefore = cpuMicrosOf(server.process.pid);
+  const [cpuBefore, helpersBefore] = [cpuMicrosOf(server.process.pid), helperCpuMicrosOf(server.process.pid)];
   const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 });
-  const cpuAfter = cpuMicrosOf(server.process.pid);
+  const [cpuAfter, helpersAfter] = [cpuMicrosOf(server.process.pid), helperCpuMicrosOf(server.process.pid)];
   const result = JSON.parse(stdout) as { requests: { average: number; total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
-  const cpuMicros = cpuBefore !== undefined && cpuAfter !== undefined && result.requests.total > 0 ? (cpuAfter - cpuBefore) / result.requests.total : undefined;
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures: result.non2xx + result.errors, cpuMicros };
+  const perRequest = (before?: number, after?: number) => (before !== undefined && after !== undefined && result.requests.total > 0 ? (after - before) / result.requests.total : undefined);
+  return {
+    rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures: result.non2xx + result.errors,
+    cpuMicros: perRequest(cpuBefore, cpuAfter), helperCpuMicros: perRequest(helpersBefore, helpersAfter),
+  };
 }
 
 export interface SyscallCount {

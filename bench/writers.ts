@@ -6,7 +6,7 @@
 // server's CPU per request are taken per round.
 import pg from 'pg';
 import { performance } from 'node:perf_hooks';
-import { call, cpuMicrosOf, log, type Server } from './servers.js';
+import { call, cpuMicrosOf, helperCpuMicrosOf, log, type Server } from './servers.js';
 import type { Prepared } from './seed.js';
 
 export const WRITERS_SCENARIO = 'PUT /users x100, 4 writers to one account';
@@ -16,6 +16,8 @@ const USERS_PER_WRITE = 100;
 export interface WriterRun {
   rps: number;
   cpuMicros: number;
+  /** Of `cpuMicros`, the server's threads other than its main one (LoadResult.helperCpuMicros). */
+  helperCpuMicros: number;
 }
 
 /** The writers' users (made once per database; a reused one keeps them): `PC<writer><n>`, ids of the form the API gives out (`P` and six more). */
@@ -45,7 +47,7 @@ let iteration = 0;
 
 /** Every writer's loop on `server` for `seconds`; a request that does not answer 200 stops the comparison. */
 export async function driveWriters(server: Server, apiKey: string, writers: string[][], seconds: number): Promise<WriterRun> {
-  const cpuBefore = cpuMicrosOf(server.process.pid);
+  const [cpuBefore, helpersBefore] = [cpuMicrosOf(server.process.pid), helperCpuMicrosOf(server.process.pid)];
   const started = performance.now();
   let requests = 0;
   await Promise.all(writers.map(async (ids) => {
@@ -57,7 +59,8 @@ export async function driveWriters(server: Server, apiKey: string, writers: stri
     }
   }));
   const elapsed = performance.now() - started;
-  const cpuAfter = cpuMicrosOf(server.process.pid);
+  const [cpuAfter, helpersAfter] = [cpuMicrosOf(server.process.pid), helperCpuMicrosOf(server.process.pid)];
   log(`${WRITERS_SCENARIO}: ${requests} requests in ${Math.round(elapsed)} ms`);
-  return { rps: (requests * 1000) / elapsed, cpuMicros: cpuBefore !== undefined && cpuAfter !== undefined ? (cpuAfter - cpuBefore) / requests : Number.NaN };
+  const perRequest = (before?: number, after?: number) => (before !== undefined && after !== undefined ? (after - before) / requests : Number.NaN);
+  return { rps: (requests * 1000) / elapsed, cpuMicros: perRequest(cpuBefore, cpuAfter), helperCpuMicros: perRequest(helpersBefore, helpersAfter) };
 }
