@@ -178,7 +178,7 @@ export interface LoadResult {
  * CPU time a process has used so far (utime + stime from /proc/<pid>/stat), in µs; undefined where
  * /proc is not there. With `thread`, that thread's alone.
  */
-export function cpuMicrosOf(pid: number | undefined, thread?: string): number | undefined {
+function cpuMicrosOf(pid: number | undefined, thread?: string): number | undefined {
   try {
     const stat = readFileSync(thread ? `/proc/${pid}/task/${thread}/stat` : `/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces); utime and stime are the 14th and 15th.
@@ -189,7 +189,7 @@ export function cpuMicrosOf(pid: number | undefined, thread?: string): number | 
   }
 }
 /** CPU time of a process's threads other than its main thread (from /proc/<pid>/task/<tid>/stat), in µs. */
-export function helperCpuMicrosOf(pid: number | undefined): number | undefined {
+function helperCpuMicrosOf(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
     let total = 0;
@@ -202,6 +202,18 @@ export function helperCpuMicrosOf(pid: number | undefined): number | undefined {
   } catch {
     return undefined;
   }
+}
+/**
+ * Starts measuring a server's CPU: the function it returns gives what the server used since, per
+ * request (`requests` of them), in all and on helper threads alone; undefined where /proc is not there.
+ */
+export function cpuMeter(pid: number | undefined): (requests: number) => { cpuMicros?: number; helperCpuMicros?: number } {
+  const [cpuBefore, helpersBefore] = [cpuMicrosOf(pid), helperCpuMicrosOf(pid)];
+  return (requests) => {
+    const [cpuAfter, helpersAfter] = [cpuMicrosOf(pid), helperCpuMicrosOf(pid)];
+    const perRequest = (before?: number, after?: number) => (before !== undefined && after !== undefined && requests > 0 ? (after - before) / requests : undefined);
+    return { cpuMicros: perRequest(cpuBefore, cpuAfter), helperCpuMicros: perRequest(helpersBefore, helpersAfter) };
+  };
 }
 /** USER_HZ: what Linux counts /proc's CPU times in (100 on every common build). */
 const CLOCK_TICKS_PER_SECOND = 100;
@@ -232,15 +244,10 @@ function autocannonArguments(server: Server, scenario: Scenario, apiKey: string,
 export async function load(server: Server, scenario: Scenario, apiKey: string, { connections, seconds, amount }: { connections: number; seconds?: number; amount?: number }): Promise<LoadResult> {
   const args = autocannonArguments(server, scenario, apiKey, connections);
   args.splice(1, 0, ...(amount ? ['-a', String(amount)] : ['-d', String(seconds ?? 5)]));
-  const [cpuBefore, helpersBefore] = [cpuMicrosOf(server.process.pid), helperCpuMicrosOf(server.process.pid)];
+  const cpuSince = cpuMeter(server.process.pid);
   const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 });
-  const [cpuAfter, helpersAfter] = [cpuMicrosOf(server.process.pid), helperCpuMicrosOf(server.process.pid)];
   const result = JSON.parse(stdout) as { requests: { average: number; total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
-  const perRequest = (before?: number, after?: number) => (before !== undefined && after !== undefined && result.requests.total > 0 ? (after - before) / result.requests.total : undefined);
-  return {
-    rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures: result.non2xx + result.errors,
-    cpuMicros: perRequest(cpuBefore, cpuAfter), helperCpuMicros: perRequest(helpersBefore, helpersAfter),
-  };
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures: result.non2xx + result.errors, ...cpuSince(result.requests.total) };
 }
 
 export interface SyscallCount {

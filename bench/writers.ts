@@ -6,7 +6,7 @@
 // server's CPU per request are taken per round.
 import pg from 'pg';
 import { performance } from 'node:perf_hooks';
-import { call, cpuMicrosOf, helperCpuMicrosOf, log, type Server } from './servers.js';
+import { call, cpuMeter, log, type Server } from './servers.js';
 import type { Prepared } from './seed.js';
 
 export const WRITERS_SCENARIO = 'PUT /users x100, 4 writers to one account';
@@ -15,9 +15,9 @@ const USERS_PER_WRITE = 100;
 
 export interface WriterRun {
   rps: number;
-  cpuMicros: number;
-  /** Of `cpuMicros`, the server's threads other than its main one (LoadResult.helperCpuMicros). */
-  helperCpuMicros: number;
+  /** As LoadResult's: the server's CPU per request, and the part of it on helper threads. */
+  cpuMicros?: number;
+  helperCpuMicros?: number;
 }
 
 /** The writers' users (made once per database; a reused one keeps them): `PC<writer><n>`, ids of the form the API gives out (`P` and six more). */
@@ -47,7 +47,7 @@ let iteration = 0;
 
 /** Every writer's loop on `server` for `seconds`; a request that does not answer 200 stops the comparison. */
 export async function driveWriters(server: Server, apiKey: string, writers: string[][], seconds: number): Promise<WriterRun> {
-  const [cpuBefore, helpersBefore] = [cpuMicrosOf(server.process.pid), helperCpuMicrosOf(server.process.pid)];
+  const cpuSince = cpuMeter(server.process.pid);
   const started = performance.now();
   let requests = 0;
   await Promise.all(writers.map(async (ids) => {
@@ -59,8 +59,7 @@ export async function driveWriters(server: Server, apiKey: string, writers: stri
     }
   }));
   const elapsed = performance.now() - started;
-  const [cpuAfter, helpersAfter] = [cpuMicrosOf(server.process.pid), helperCpuMicrosOf(server.process.pid)];
+  const cpu = cpuSince(requests);
   log(`${WRITERS_SCENARIO}: ${requests} requests in ${Math.round(elapsed)} ms`);
-  const perRequest = (before?: number, after?: number) => (before !== undefined && after !== undefined ? (after - before) / requests : Number.NaN);
-  return { rps: (requests * 1000) / elapsed, cpuMicros: perRequest(cpuBefore, cpuAfter), helperCpuMicros: perRequest(helpersBefore, helpersAfter) };
+  return { rps: (requests * 1000) / elapsed, ...cpu };
 }
