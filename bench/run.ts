@@ -12,7 +12,7 @@ import os from 'node:os';
 import pg from 'pg';
 import { allCommitHooks, allEntities } from '../src/app/features.js';
 import { openDatabase } from '../src/db/database.js';
-import { SEARCH_ALWAYS_INDEXED, SEARCH_WALK_BUDGET, firstMatchAt, searchIndexedCap, skipsInitials, useIndexedSearch } from '../src/users/search/search-planner.js';
+import { SEARCH_ALWAYS_INDEXED, SEARCH_WALK_BUDGET, firstMatchAt, searchIndexedCap, useIndexedSearch, walkSkips } from '../src/users/search/search-planner.js';
 import { userListStatements } from '../src/users/search/user-list-statements.js';
 import { readPath } from '../src/db/read-path.js';
 import { call, load, log, median, startServer, startService, syscallsPerRequest, type LoadResult, type Scenario, type Server, type Stats, type SyscallCount } from './servers.js';
@@ -227,12 +227,12 @@ for (const size of sizes) {
     const first = many ? firstMatchAt(term, bounds) : null;
     await explain(`estimate (${matches} matches of ${users} users estimated, ${actual} actual matches, first matching histogram bound at ${first ?? '-'})`, statements.estimate![0], false);
     if (many) {
-      const skip = skipsInitials(term, bounds);
-      const boundedWalk = statements.bounded!(skip);
+      const skips = walkSkips(term, bounds, users!);
+      const boundedWalk = statements.bounded!(skips);
       const bounded = await reads.rows<{ id: string | null; searchWalked: string | null }>(boundedWalk.sql, boundedWalk.params);
       const found = bounded.filter((row) => row.id !== null).length;
       const walked = bounded[0]?.searchWalked ?? null;
-      await explain(`bounded walk${skip ? ' from the first initial holding a match' : ''} (${found} rows, ${walked ?? 'page full, not counted'} entries walked)`, boundedWalk, true);
+      await explain(`bounded walk${skips.initials ? ', initials skipped' : ''}${skips.prefixes ? ', name prefixes skipped' : ''} (${found} rows, ${walked ?? 'page full, not counted'} entries walked)`, boundedWalk, true);
       if (found > options.first || (walked !== null && Number(walked) < SEARCH_WALK_BUDGET)) continue;
     }
     if (useIndexedSearch(term, { matches: matches!, users: users!, firstMatchAt: first }, options)) await explain('indexed', statements.indexed!(searchIndexedCap(matches!)), true);

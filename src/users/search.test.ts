@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { startHarness, type Harness, type TestAccount } from '../../test/support/harness.js';
 import { readPath } from '../db/read-path.js';
-import { SEARCH_INDEXED_CAP, SEARCH_WALK_BUDGET, firstMatchAt, skipsInitials, useIndexedSearch } from './search/search-planner.js';
+import { SEARCH_INDEXED_CAP, SEARCH_WALK_BUDGET, firstMatchAt, skipsInitials, useIndexedSearch, walkSkips } from './search/search-planner.js';
+import { PREFIX_VISITS, type WalkSkips } from './search/walk-start.js';
 import { userListStatements } from './search/user-list-statements.js';
 
 /**
@@ -24,6 +25,13 @@ async function insert(list: Person[]) {
   people.push(...list);
 }
 
+/** Takes out the users a test added (ids starting with `idPrefix`), so the tests after it see the data they expect. */
+async function remove(idPrefix: string) {
+  await h.database.em().execute('delete from users where account_id = ? and id like ?', [account.id, `${idPrefix}%`]);
+  for (let i = people.length - 1; i >= 0; i--) if (people[i]!.id.startsWith(idPrefix)) people.splice(i, 1);
+  await h.database.em().execute('analyze users');
+}
+
 beforeAll(async () => {
   h = await startHarness({ onQuery: (sql) => statements.push(sql) });
   account = await h.createAccount('Search');
@@ -41,6 +49,9 @@ beforeAll(async () => {
   list.push({ id: 'PSX0002', name: 'Endsx', email: 'yes@example.com' });
   list.push({ id: 'PSX0003', name: 'Émile Ärger', email: 'EMILE@Example.com' });
   list.push({ id: 'PSX0004', name: 'under_score', email: 'u@example.com' });
+  // Names shorter than a prefix are their own stretch, sorting before longer names they begin.
+  list.push({ id: 'PSX0005', name: 'Anna', email: 'anna.short@example.net' });
+  list.push({ id: 'PSX0006', name: 'Zed', email: 'zed.short@example.net' });
   await insert(list);
   // The account's owner is a user too.
   people.push(...(await h.database.em().execute<Person[]>('select id, name, email from users where id = ?', [account.ownerId])));
@@ -82,18 +93,24 @@ function expected(term: string): string[] {
 }
 
 /** Each path on its own, as the service builds it, whatever the estimate would pick. */
-async function eachPath(term: string, first: number, offset = 0): Promise<{ indexed: string[]; walk: string[]; bounded: string[]; skipping: string[] }> {
+async function eachPath(term: string, first: number, offset = 0) {
   const built = userListStatements(account.id, { query: term, first, offset }, ['id', 'name']);
   const reads = readPath(h.database.em());
   const ids = (rows: { id: string }[]) => rows.map((row) => row.id).slice(0, first);
+  // An empty page of the bounded walk comes back as one row of nulls carrying the walked count.
+  const bounded = async (skips: WalkSkips) => {
+    const statement = built.bounded!(skips);
+    return ids((await reads.rows<{ id: string }>(statement.sql, statement.params)).filter((row) => row.id !== null));
+  };
   return {
     indexed: ids(await reads.rows<{ id: string }>(built.indexed!(SEARCH_INDEXED_CAP).sql, built.indexed!(SEARCH_INDEXED_CAP).params)),
     walk: ids(await reads.rows<{ id: string }>(built.page.sql, built.page.params)),
-    // Every user of this account so far lies within the walk budget, so the bounded walk is exact too.
-    // (An empty page comes back as one row of nulls carrying the walked count.)
-    bounded: ids((await reads.rows<{ id: string }>(built.bounded!(false).sql, built.bounded!(false).params)).filter((row) => row.id !== null)),
-    // The same walk from the first initial holding a match.
-    skipping: ids((await reads.rows<{ id: string }>(built.bounded!(true).sql, built.bounded!(true).params)).filter((row) => row.id !== null)),
+    // Every user of this account so far lies within the walk budget, so the bounded walk is exact too,
+    // from the page's start and past the initials, the name prefixes or both that hold no match.
+    bounded: await bounded({ initials: false, prefixes: false }),
+    skippingInitials: await bounded({ initials: true, prefixes: false }),
+    skippingPrefixes: await bounded({ initials: false, prefixes: true }),
+    skippingBoth: await bounded({ initials: true, prefixes: true }),
   };
 }
 
@@ -123,11 +140,13 @@ test.each(terms)('%s: exactly the substring matches, in name then id order', asy
   expect(await search(term)).toEqual(want.slice(0, 100));
 });
 
-test.each(terms)('%s: the indexed search, the walk and the bounded walk (from the start and from the first initial holding a match) give the same pages', async (_label, term) => {
+test.each(terms)('%s: the indexed search, the walk and the bounded walk (from the start, past initials, past name prefixes) give the same pages', async (_label, term) => {
   const want = expected(term);
   for (const [first, offset] of [[25, 0], [10, 30], [100, 0]] as const) {
     const page = want.slice(offset, offset + first);
-    expect(await eachPath(term.trim(), first, offset)).toEqual({ indexed: page, walk: page, bounded: page, skipping: page });
+    expect(await eachPath(term.trim(), first, offset)).toEqual({
+      indexed: page, walk: page, bounded: page, skippingInitials: page, skippingPrefixes: page, skippingBoth: page,
+    });
   }
 });
 
@@ -208,8 +227,9 @@ test('many matches all after more than the walk budget of users with other initi
   expect(byCursor.length).toBeGreaterThan(30);
 });
 
-test('many matches after more than the walk budget of users with the same initial: the bounded walk comes back short and the page is still exact', async () => {
-  // "Zeb ..." sorts before "Zed ..." and "Zeta ...": the stretch of "Z" holds 2,100 users before the first "zeta".
+test('many matches after more than the walk budget of users with the same initial: the walk skips their name prefixes and fills the page', async () => {
+  // "Zeb ..." sorts before "Zed ..." and "Zeta ...": the stretch of "Z" holds 2,100 users before the
+  // first "zeta", all under the name prefix "Zeb Fi".
   const added: Person[] = [];
   for (let n = 0; n < SEARCH_WALK_BUDGET + 100; n++) added.push({ id: `PB${String(n).padStart(5, '0')}`, name: `Zeb Filler ${n}`, email: `zeb${n}@example.com` });
   await insert(added);
@@ -217,8 +237,41 @@ test('many matches after more than the walk budget of users with the same initia
   const want = expected('zeta');
   statements.length = 0;
   expect(await search('zeta', 25)).toEqual(want.slice(0, 25));
+  expect(statements.some((sql) => sql.includes('first_entries') && sql.includes('user_search_prefix_probe'))).toBe(true);
+  expect(fallbackRan()).toBe(false);
+});
+
+test('many matches after more than the walk budget of users with the same name prefix: the bounded walk comes back short and the page is still exact', async () => {
+  // "Zeta Laa ..." share the prefix "Zeta L" with "Zeta Late ..." and sort before them; none holds "late".
+  const added: Person[] = [];
+  for (let n = 0; n < SEARCH_WALK_BUDGET + 100; n++) added.push({ id: `PA${String(n).padStart(5, '0')}`, name: `Zeta Laa ${n}`, email: `laa${n}@example.com` });
+  await insert(added);
+  await h.database.em().execute('analyze users');
+  const want = expected('late');
+  expect(want.length).toBe(300);
+  statements.length = 0;
+  expect(await search('late', 25)).toEqual(want.slice(0, 25));
   expect(statements.some((sql) => sql.includes('first_entries'))).toBe(true);
   expect(fallbackRan()).toBe(true);
+  await remove('PA');
+});
+
+test(`more name prefixes without a match than the walk visits (${PREFIX_VISITS}): the walk starts at the last one visited, and the page is exact`, async () => {
+  // Under the initial "X": 80 prefixes of eight users each without "matchy", then 250 users with it.
+  const added: Person[] = [];
+  for (let n = 0; n < 640; n++) added.push({ id: `PX${String(n).padStart(5, '0')}`, name: `Xyl${String(Math.floor(n / 8)).padStart(3, '0')} filler ${n}`, email: `xyl${n}@example.com` });
+  for (let n = 0; n < 250; n++) added.push({ id: `PXM${String(n).padStart(4, '0')}`, name: `Xz matchy ${n}`, email: `xz${n}@example.com` });
+  await insert(added);
+  await h.database.em().execute('analyze users');
+  const want = expected('matchy');
+  expect(want.length).toBe(250);
+  statements.length = 0;
+  expect(await search('matchy', 25)).toEqual(want.slice(0, 25));
+  expect(statements.some((sql) => sql.includes('first_entries') && sql.includes('user_search_prefix_probe'))).toBe(true);
+  expect(fallbackRan()).toBe(false);
+  const paths = await eachPath('matchy', 25);
+  expect({ initials: paths.skippingInitials, both: paths.skippingBoth }).toEqual({ initials: want.slice(0, 25), both: want.slice(0, 25) });
+  await remove('PX');
 });
 
 test('a term whose matches thin out past the walk budget: pages by offset and by cursor, across the bounded walk and the paths after it, neither repeat nor skip', async () => {
@@ -247,25 +300,29 @@ test('a term whose matches thin out past the walk budget: pages by offset and by
   expect(await everyPageByCursor('KESTREL', 45)).toEqual(want);
 });
 
-test('initials at the edges of Unicode: the stretches after U+D7FF and U+10FFFF are found, and a term past every initial matches nothing', async () => {
+test('initials and name prefixes at the edges of Unicode: the stretches after U+D7FF and U+10FFFF are found, and a term past every initial matches nothing', async () => {
   const added: Person[] = [];
-  const initials = ['\u{D7FF}', '\u{E000}', '\u{10FFFF}'];
-  for (const [i, initial] of initials.entries()) {
-    for (let n = 0; n < 120; n++) {
-      added.push({ id: `PU${i}${String(n).padStart(4, '0')}`, name: `${initial}dge ${n}`, email: `${['d7ff', 'e000', 'maximal'][i]}.edge${n}@example.com` });
-    }
+  const starts = ['\u{D7FF}dge', '\u{E000}dge', '\u{10FFFF}dge', `Y${'\u{10FFFF}'.repeat(5)}`, '\u{10FFFF}'.repeat(6)];
+  const stems = ['d7ff', 'e000', 'maximal', 'yfull', 'sixmax'];
+  for (const [i, start] of starts.entries()) {
+    for (let n = 0; n < 120; n++) added.push({ id: `PU${i}${String(n).padStart(4, '0')}`, name: `${start} ${n}`, email: `${stems[i]}.edge${n}@example.com` });
   }
   await insert(added);
   await h.database.em().execute('analyze users');
-  for (const term of ['e000.edge', 'maximal', 'dge 11', 'no such edge']) {
+  for (const term of ['e000.edge', 'maximal', 'dge 11', 'yfull', 'sixmax', 'no such edge']) {
     const want = expected(term);
     expect(await search(term, 25)).toEqual(want.slice(0, 25));
     for (const [first, offset] of [[25, 0], [10, 30]] as const) {
       const page = want.slice(offset, offset + first);
-      expect((await eachPath(term, first, offset)).skipping).toEqual(page);
+      const paths = await eachPath(term, first, offset);
+      // From the initial "Y" alone, the walk's budget is spent on the 3,000 "Yew Tree ..." users before
+      // the first "Y\u{10FFFF}..."; past their name prefix it starts at the matches.
+      const fromInitial = term === 'yfull' ? [] : page;
+      expect({ term, initials: paths.skippingInitials, both: paths.skippingBoth }).toEqual({ term, initials: fromInitial, both: page });
     }
   }
   expect(expected('maximal')).toHaveLength(120);
+  expect(expected('sixmax')).toHaveLength(120);
 });
 
 test('where the first match lies comes from the histogram of search_text, and sends a late cluster to the trigram index', async () => {
@@ -282,6 +339,22 @@ test('where the first match lies comes from the histogram of search_text, and se
   expect(skipsInitials('quasar', bounds, 'Zed Quasar_1 601')).toBe(false);
   expect(skipsInitials('no such term', bounds)).toBe(true);
   expect(skipsInitials('an', bounds)).toBe(false);
+  // Name prefixes are skipped when the first match lies more than PREFIX_SKIP_DISTANCE users after the walk's start.
+  // (The statistics as they are now: the read path may still hold bounds read earlier in this file.)
+  const [{ n: users }] = await h.database.em().execute<{ n: string }[]>('select count(*) as n from users where account_id = ? and deleted_at is null', [account.id]);
+  const [{ bounds: fresh }] = await h.database.em().execute<{ bounds: string[] }[]>(
+    `select histogram_bounds::text::text[] as bounds from pg_stats where schemaname = current_schema() and tablename = 'users' and attname = 'search_text'`,
+  );
+  expect(walkSkips('an', fresh, Number(users))).toEqual({ initials: false, prefixes: false });
+  // "Zed Quasar ..." come after the 2,100 "Zeb Filler ..." of their initial.
+  expect(walkSkips('Quasar', fresh, Number(users))).toEqual({ initials: true, prefixes: true });
+  expect(walkSkips('Quasar', fresh, 100)).toEqual({ initials: true, prefixes: false });
+  // From the start of the first match's initial when initials are skipped (the "Zeb Filler ..." lie
+  // between it and the first "zeta"); from the cursor when it is already at the matches.
+  expect(walkSkips('zeta', fresh, Number(users), 'Mid Filler 1')).toEqual({ initials: true, prefixes: true });
+  expect(walkSkips('zeta', fresh, Number(users), 'Zeta')).toEqual({ initials: false, prefixes: false });
+  expect(walkSkips(' q ', fresh, Number(users))).toEqual({ initials: false, prefixes: false });
+  expect(walkSkips('no such term', fresh, Number(users))).toEqual({ initials: true, prefixes: true });
 
   const page = { first: 25 };
   const dense = { matches: 62_000, users: 1_000_000 };

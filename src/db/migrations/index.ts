@@ -26,6 +26,7 @@ import { Migration20261128070000_audit_roots_plain_insert } from './Migration202
 import { Migration20261128130000_credential_rules } from './Migration20261128130000_credential_rules.js';
 import { Migration20261128200000_sign_in_session_grants } from './Migration20261128200000_sign_in_session_grants.js';
 import { Migration20261128210000_provisioning_token_rank } from './Migration20261128210000_provisioning_token_rank.js';
+import { Migration20261129070000_search_name_prefixes } from './Migration20261129070000_search_name_prefixes.js';
 import { Migration20261126020000_sso_privileged_sign_in } from './Migration20261126020000_sso_privileged_sign_in.js';
 
 /** Applied in this order by the server at start and by `accessctl migrate`; same list for PGlite and PostgreSQL. */
@@ -58,4 +59,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261128130000_credential_rules', class: Migration20261128130000_credential_rules },
   { name: 'Migration20261128200000_sign_in_session_grants', class: Migration20261128200000_sign_in_session_grants },
   { name: 'Migration20261128210000_provisioning_token_rank', class: Migration20261128210000_provisioning_token_rank },
+  { name: 'Migration20261129070000_search_name_prefixes', class: Migration20261129070000_search_name_prefixes },
 ];

@@ -1,7 +1,7 @@
 import type { ReadPath } from '../../db/read-path.js';
 import type { UserRow } from '../user.reads.js';
 import type { Statement } from './search-conditions.js';
-import { SEARCH_ALWAYS_INDEXED, SEARCH_WALK_BUDGET, firstMatchAt, searchIndexedCap, skipsInitials, useIndexedSearch } from './search-planner.js';
+import { SEARCH_ALWAYS_INDEXED, SEARCH_WALK_BUDGET, firstMatchAt, searchIndexedCap, useIndexedSearch, walkSkips } from './search-planner.js';
 import { MATCHES, WALKED, type UserListOptions, type UserListStatements } from './user-list-statements.js';
 
 /** One page's users and whether more follow. */
@@ -36,8 +36,8 @@ export async function readUserSlice(
     const many = matches! > SEARCH_ALWAYS_INDEXED;
     const bounds = many ? await reads.histogram('users', 'search_text') : [];
     if (many) {
-      const skip = skipsInitials(options.query!, bounds, options.after?.name);
-      const answer: (UserRow & { [WALKED]?: number | string | null })[] = await read(statement.bounded(skip));
+      const skips = walkSkips(options.query!, bounds, users!, options.after?.name);
+      const answer: (UserRow & { [WALKED]?: number | string | null })[] = await read(statement.bounded(skips));
       const walked = answer[0]?.[WALKED];
       for (const row of answer) delete row[WALKED];
       const rows = answer.filter((row) => row.id != null);

@@ -1,4 +1,5 @@
 import type { UserListOptions } from './user-list-statements.js';
+import type { WalkSkips } from './walk-start.js';
 
 /**
  * Which path finds a search page (docs/rest-api.md, "Searching users"), chosen in the service from
@@ -66,7 +67,7 @@ export function firstMatchAt(term: string, bounds: readonly string[]): number | 
 
 /**
  * Whether the bounded walk first skips the initials under which no user matches
- * (initials-walk.ts). It can pass only the initials before the one under which the first match
+ * (walk-start.ts). It can pass only the initials before the one under which the first match
  * lies, and asking the initials index about that one builds a bitmap of every candidate under it,
  * which grows with the users sharing that initial. So not when the statistics put the first match
  * under the initial the page starts with (the cursor's, or the first histogram bound's), where
@@ -80,4 +81,35 @@ export function skipsInitials(term: string, bounds: readonly string[], pageStart
   const start = pageStart?.toLowerCase() ?? bounds[0];
   if (firstMatching === undefined || start === undefined) return true;
   return [...firstMatching][0] !== [...start][0];
+}
+
+/**
+ * Users the walk is expected to pass before the first match, past which it first skips the name
+ * prefixes holding no match. A prefix visited costs about as much as walking 80 users (a few index
+ * look-ups), and reaching the first match takes a visit per prefix before it: at 10,000 users,
+ * "an" (first match 440 users in, 12 prefixes) walked in 0.5 ms and skipped in 2.0 ms; at 1,000,000
+ * users (44,000 in) the walk spent its budget without a match, and the skip found the page in 2.6 ms.
+ */
+export const PREFIX_SKIP_DISTANCE = 500;
+
+/**
+ * What the bounded walk skips before it starts: the initials when `skipsInitials` says so; the
+ * six-character name prefixes holding no match for a term of two characters or more, when the
+ * statistics put its first match more than PREFIX_SKIP_DISTANCE users after where the walk would
+ * start (the page's start, or the start of the first match's initial when initials are skipped), or
+ * have no bound holding the term.
+ */
+export function walkSkips(term: string, bounds: readonly string[], users: number, pageStart?: string): WalkSkips {
+  const initials = skipsInitials(term, bounds, pageStart);
+  const needle = term.trim().toLowerCase();
+  if ([...needle].length < 2) return { initials, prefixes: false };
+  const matchAt = bounds.findIndex((bound) => bound.includes(needle));
+  if (matchAt < 0) return { initials, prefixes: true };
+  const initial = [...bounds[matchAt]!][0];
+  // A cursor past every bound: where the first match lies after it is unknown, and nothing is skipped.
+  const cursorAt = pageStart === undefined ? 0 : bounds.findIndex((bound) => bound >= pageStart.toLowerCase());
+  const start = cursorAt < 0 ? bounds.length : cursorAt;
+  const stretchStart = initials ? bounds.findIndex((bound) => [...bound][0] === initial) : 0;
+  const before = ((matchAt - Math.max(start, stretchStart)) / bounds.length) * users;
+  return { initials, prefixes: before > PREFIX_SKIP_DISTANCE };
 }

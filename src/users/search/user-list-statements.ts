@@ -1,7 +1,7 @@
 import { escapeLike } from '../../db/read-path.js';
 import { LIVE_USER, statementTextForColumns, userSelectList } from '../user.sql.js';
 import { indexedCondition, likePattern, matchCondition, type Statement, type UserMatch } from './search-conditions.js';
-import { skipToFirstMatchingInitial } from './initials-walk.js';
+import { walkStart, type WalkSkips, type WalkStart } from './walk-start.js';
 import { SEARCH_WALK_BUDGET } from './search-planner.js';
 
 export interface UserListOptions {
@@ -15,7 +15,7 @@ export interface UserListOptions {
 
 /** The statements of one listing page; see `userListStatements`. */
 export interface UserListStatements {
-  bounded?: (skipInitials: boolean) => Statement;
+  bounded?: (skips: WalkSkips) => Statement;
   estimate?: [matches: Statement, users: Statement];
   indexed?: (cap: number) => Statement;
   page: Statement;
@@ -110,12 +110,9 @@ function searchStatements(frame: PageFrame, term: string, first: number): UserLi
   const walked = `search_text like ${likePattern('lower(?)')}`;
   return {
     // The page from the first SEARCH_WALK_BUDGET entries of the name order from the page's start, or
-    // from the first initial holding a match (`skipInitials`); when it comes back short, how many
-    // entries there were (fewer than the budget: the walk reached the end, so the page is exact).
-    bounded: (skipInitials) =>
-      boundedWalk(frame, term, first, walked, skipInitials
-        ? skipToFirstMatchingInitial({ live: LIVE_USERS, after, walked }, { accountId, afterParams, term })
-        : { with: '', condition: '', params: [] }),
+    // past the stretches (initials, name prefixes) that hold no match (`skips`); when it comes back
+    // short, how many entries there were (fewer than the budget: the walk reached the end, so the page is exact).
+    bounded: (skips) => boundedWalk(frame, term, first, walked, walkStart({ live: LIVE_USERS, after, walked }, { accountId, afterParams, term }, skips)),
     estimate: [
       { sql: `select 1 from users where ${LIVE_USERS} and ${walked}`, params: [accountId, term] },
       { sql: `select 1 from users where ${LIVE_USERS}`, params: [accountId] },
@@ -148,7 +145,7 @@ function boundedWalk(
   term: string,
   first: number,
   walked: string,
-  skip: { with: string; condition: string; params: unknown[] },
+  skip: WalkStart,
 ): Statement {
   const firstEntries = `select id, name, search_text from users where ${LIVE_USERS}${after}${skip.condition} order by name, id limit ?`;
   const firstEntriesParams = [accountId, ...afterParams, SEARCH_WALK_BUDGET];
