@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { baselineReads, label, prepare } from './seed.js';
+import { baselineReads, label, prepare, searchReads } from './seed.js';
 import { WRITERS_SCENARIO, driveWriters, writerUsers } from './writers.js';
 import { call, here, load, log, median, startServer, startService, type LoadResult, type Scenario, type Server } from './servers.js';
 
@@ -96,12 +96,14 @@ async function compareRounds(name: string, sides: Side[], drive: (server: Server
     }
     log(`${name}: round ${round + 1}: ${sides.map((side) => `${side.name} ${fixed(side.runs.at(-1)!.rps, 0)} req/s, ${cpuText(side.runs.at(-1)!)}`).join('; ')}`);
   }
-  const [head, base, baseline] = sides as [Side, Side, Side];
-  const cpu = (side: Side) => median(side.runs.map((run) => run.cpuMicros ?? Number.NaN));
-  const helpers = (side: Side) => median(side.runs.map((run) => run.helperCpuMicros ?? Number.NaN));
-  return `| ${name} | ${spread(head.runs.map((run) => run.rps), 0)} | ${spread(base.runs.map((run) => run.rps), 0)} | ${spread(baseline.runs.map((run) => run.rps), 0)} `
-    + `| ${spread(ratios(head, baseline))} | ${spread(ratios(base, baseline))} | ${spread(ratios(head, base))} | ${fixed(cpu(head), 0)} / ${fixed(cpu(base), 0)} / ${fixed(cpu(baseline), 0)} `
-    + `| ${fixed(helpers(head), 0)} / ${fixed(helpers(base), 0)} / ${fixed(helpers(baseline), 0)} | ${spread(cpuRatios(head, base))} |`;
+  // A scenario no hand-written baseline answers (search) has only head and base: its baseline cells are dashes.
+  const [head, base, baseline] = sides as [Side, Side, Side | undefined];
+  const cpu = (side: Side | undefined) => (side ? fixed(median(side.runs.map((run) => run.cpuMicros ?? Number.NaN)), 0) : '-');
+  const helpers = (side: Side | undefined) => (side ? fixed(median(side.runs.map((run) => run.helperCpuMicros ?? Number.NaN)), 0) : '-');
+  const overBaseline = (side: Side) => (baseline ? spread(ratios(side, baseline)) : '-');
+  return `| ${name} | ${spread(head.runs.map((run) => run.rps), 0)} | ${spread(base.runs.map((run) => run.rps), 0)} | ${baseline ? spread(baseline.runs.map((run) => run.rps), 0) : '-'} `
+    + `| ${overBaseline(head)} | ${overBaseline(base)} | ${spread(ratios(head, base))} | ${cpu(head)} / ${cpu(base)} / ${cpu(baseline)} `
+    + `| ${helpers(head)} / ${helpers(base)} / ${helpers(baseline)} | ${spread(cpuRatios(head, base))} |`;
 }
 
 const baseMain = buildBase(baseRevision);
@@ -124,6 +126,10 @@ const chosen = (name: string) => !filter || filter.split('|').some((part) => nam
 try {
   for (const scenario of baselineReads(prepared).filter((candidate) => chosen(candidate.name))) {
     output.push(await compareScenario(scenario, sides, prepared.apiKey));
+  }
+  // Only when asked for by name ("search"): head and base alone.
+  for (const scenario of searchReads(prepared).filter((candidate) => filter && chosen(candidate.name))) {
+    output.push(await compareScenario(scenario, sides.slice(0, 2), prepared.apiKey));
   }
   if (chosen(WRITERS_SCENARIO)) output.push(await compareWriters(sides, prepared.apiKey));
 } finally {

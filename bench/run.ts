@@ -17,7 +17,7 @@ import { userListStatements } from '../src/users/search/user-list-statements.js'
 import { readPath } from '../src/db/read-path.js';
 import { call, load, log, median, startServer, startService, syscallsPerRequest, type LoadResult, type Scenario, type Server, type Stats, type SyscallCount } from './servers.js';
 import { scaleOutReport, scaleOutSettings } from './scale-out.js';
-import { baselineReads, label, lateTerm, prepare } from './seed.js';
+import { baselineReads, label, lateTerm, prepare, searchReads } from './seed.js';
 
 const serverUrl = process.env.DATABASE_URL;
 if (!serverUrl) {
@@ -130,14 +130,7 @@ for (const size of sizes) {
 
   const scenarios: Scenario[] = [
     ...baselineReads(prepared),
-    { name: `search: rare term (${prepared.rareTerm}, ~1 match)`, method: 'GET', path: `/users?query=${prepared.rareTerm}`, baseline: false },
-    { name: 'search: lovelace (6% of users, late in name order)', method: 'GET', path: '/users?query=lovelace', baseline: false },
-    // The first name sorting last: every match lies in the last 6% of the name order.
-    { name: 'search: shafi (6% of users, last in name order)', method: 'GET', path: '/users?query=shafi', baseline: false },
-    { name: `search: ${lateTerm} (5% of users, all last in name order)`, method: 'GET', path: `/users?query=${lateTerm}`, baseline: false },
-    { name: 'search: one character (q, no match)', method: 'GET', path: '/users?query=q', baseline: false },
-    { name: 'search: two characters (zq, no match)', method: 'GET', path: '/users?query=zq', baseline: false },
-    { name: 'search: two characters (an, common)', method: 'GET', path: '/users?query=an', baseline: false },
+    ...searchReads(prepared),
     {
       name: 'SCIM look-up: GET /scim/v2/Users?filter=userName eq "…"',
       method: 'GET',

@@ -140,3 +140,17 @@ export function baselineReads(prepared: Prepared): Scenario[] {
     { name: 'GraphQL users(first: 25) + totalCount + notificationSubscriptions(first: 5) { totalCount }', method: 'POST', path: '/graphql', body: nested, baseline: true },
   ];
 }
+
+/** The search scenarios (no hand-written baseline answers them): a rare term, common terms early and late in the name order, short terms. */
+export function searchReads(prepared: Prepared): Scenario[] {
+  return [
+    { name: `search: rare term (${prepared.rareTerm}, ~1 match)`, method: 'GET', path: `/users?query=${prepared.rareTerm}`, baseline: false },
+    { name: 'search: lovelace (6% of users, late in name order)', method: 'GET', path: '/users?query=lovelace', baseline: false },
+    // The first name sorting last: every match lies in the last 6% of the name order.
+    { name: 'search: shafi (6% of users, last in name order)', method: 'GET', path: '/users?query=shafi', baseline: false },
+    { name: `search: ${lateTerm} (5% of users, all last in name order)`, method: 'GET', path: `/users?query=${lateTerm}`, baseline: false },
+    { name: 'search: one character (q, no match)', method: 'GET', path: '/users?query=q', baseline: false },
+    { name: 'search: two characters (zq, no match)', method: 'GET', path: '/users?query=zq', baseline: false },
+    { name: 'search: two characters (an, common)', method: 'GET', path: '/users?query=an', baseline: false },
+  ];
+}
