@@ -76,11 +76,15 @@ export function firstMatchAt(term: string, bounds: readonly string[]): number | 
  */
 export function skipsInitials(term: string, bounds: readonly string[], pageStart?: string): boolean {
   const needle = term.trim().toLowerCase();
+  return initialsSkipped(needle, bounds, bounds.findIndex((bound) => bound.includes(needle)), pageStart);
+}
+
+/** `skipsInitials` for a lower-cased term whose first bound holding it (or -1) is already known. */
+function initialsSkipped(needle: string, bounds: readonly string[], matchAt: number, pageStart?: string): boolean {
   if ([...needle].length < 3) return false;
-  const firstMatching = bounds.find((bound) => bound.includes(needle));
   const start = pageStart?.toLowerCase() ?? bounds[0];
-  if (firstMatching === undefined || start === undefined) return true;
-  return [...firstMatching][0] !== [...start][0];
+  if (matchAt < 0 || start === undefined) return true;
+  return bounds[matchAt]!.codePointAt(0) !== start.codePointAt(0);
 }
 
 /**
@@ -101,16 +105,18 @@ export const PREFIX_SKIP_DISTANCE = 500;
  * have no bound holding the term.
  */
 export function walkSkips(term: string, bounds: readonly string[], users: number, pageStart?: string): WalkSkips {
-  const initials = skipsInitials(term, bounds, pageStart);
   const needle = term.trim().toLowerCase();
-  if ([...needle].length < 2) return { initials, prefixes: false };
   const matchAt = bounds.findIndex((bound) => bound.includes(needle));
+  const initials = initialsSkipped(needle, bounds, matchAt, pageStart);
+  if ([...needle].length < 2) return { initials, prefixes: false };
   if (matchAt < 0) return { initials, prefixes: true };
-  const initial = [...bounds[matchAt]!][0];
+  // Compared as code points, never by splitting each of the thousand bounds into characters.
+  const initial = bounds[matchAt]!.codePointAt(0);
   // A cursor past every bound: where the first match lies after it is unknown, and nothing is skipped.
-  const cursorAt = pageStart === undefined ? 0 : bounds.findIndex((bound) => bound >= pageStart.toLowerCase());
+  const cursor = pageStart?.toLowerCase();
+  const cursorAt = cursor === undefined ? 0 : bounds.findIndex((bound) => bound >= cursor);
   const start = cursorAt < 0 ? bounds.length : cursorAt;
-  const stretchStart = initials ? bounds.findIndex((bound) => [...bound][0] === initial) : 0;
+  const stretchStart = initials ? bounds.findIndex((bound) => bound.codePointAt(0) === initial) : 0;
   const before = ((matchAt - Math.max(start, stretchStart)) / bounds.length) * users;
   return { initials, prefixes: before > PREFIX_SKIP_DISTANCE };
 }
