@@ -76,13 +76,18 @@ function holdsMatch({ live, after, walked }: WalkSql, start: string, indexed: st
       or exists (select 1 from users where ${live}${after} and ${walked} and ${indexed})`;
 }
 
+/** The values of a stretch's recursive step, in text order: `holdsMatch`'s two tests, then the next stretch's look-up. */
+function stretchParams({ accountId, afterParams, term }: WalkValues): unknown[] {
+  return [accountId, ...afterParams, term, accountId, ...afterParams, term, term, accountId, ...afterParams];
+}
+
 /**
  * `initials(initial, matched)`: one row before every initial (under another collation, the start
  * itself, matched), then each initial from the page's start until one holds a match. The stretch's
  * first entries are tested first: a cluster that starts the stretch is found without the initials
  * index, whose answer (a bitmap of every candidate under the initial) grows with the cluster.
  */
-function firstMatchingInitial(sql: WalkSql, { accountId, afterParams, term }: WalkValues): { with: string; params: unknown[] } {
+function firstMatchingInitial(sql: WalkSql, values: WalkValues): { with: string; params: unknown[] } {
   const { live, after } = sql;
   const matched = holdsMatch(sql, 'next_user.initial', 'user_search_keys(name, search_text) @> user_search_probe(next_user.initial, lower(?))');
   // From the page's start, then from the character after the last initial: past U+D7FF comes
@@ -96,7 +101,7 @@ function firstMatchingInitial(sql: WalkSql, { accountId, afterParams, term }: Wa
                 from initials cross join lateral
                      (select left(name, 1) as initial from users where ${live}${after} and name >= ${from} order by name, id limit 1) next_user
                where not initials.matched)`,
-    params: [accountId, ...afterParams, term, accountId, ...afterParams, term, term, accountId, ...afterParams],
+    params: stretchParams(values),
   };
 }
 
@@ -105,7 +110,7 @@ function firstMatchingInitial(sql: WalkSql, { accountId, afterParams, term }: Wa
  * matched, with no prefix: the walk starts at `start`), then each six-character prefix from `start`
  * until one holds a match or PREFIX_VISITS have been visited.
  */
-function firstMatchingPrefix(sql: WalkSql, { accountId, afterParams, term }: WalkValues, start: string): { with: string; params: unknown[] } {
+function firstMatchingPrefix(sql: WalkSql, values: WalkValues, start: string): { with: string; params: unknown[] } {
   const { live, after } = sql;
   const matched = holdsMatch(sql, 'next_user.prefix', 'user_search_prefix_keys(name, search_text) @> user_search_prefix_probe(next_user.prefix, lower(?))');
   const from = `case when prefixes.visits = 0 then ${start} else user_search_after_prefix(prefixes.prefix) end`;
@@ -117,6 +122,6 @@ function firstMatchingPrefix(sql: WalkSql, { accountId, afterParams, term }: Wal
                 from prefixes cross join lateral
                      (select left(name, ${NAME_PREFIX_LENGTH}) as prefix from users where ${live}${after} and name >= ${from} order by name, id limit 1) next_user
                where not prefixes.matched and prefixes.visits < ${PREFIX_VISITS})`,
-    params: [accountId, ...afterParams, term, accountId, ...afterParams, term, term, accountId, ...afterParams],
+    params: stretchParams(values),
   };
 }
