@@ -11,6 +11,7 @@ import { GRAPHQL_MAX_TOKENS, queryLimitRules, type QueryLimits } from '../../gra
 import { assertOperationCostWithin, ratePointsOf } from '../../graphql/cost.js';
 import { budgetHeaders } from '../../http/rate-budget.js';
 import { markDocumentError } from './error-response.js';
+import { localSchemaGateway } from './compiled-queries.js';
 
 /**
  * Draws the rest of the operation's cost from the request's rate budget (one point was drawn at the
@@ -190,7 +191,7 @@ export const DOCUMENT_STORE_MAX_BYTES = 2 * 1024 * 1024;
 /** Apollo Server over the schema, started (its plugins' start hooks run): mounted by the GraphQL face. */
 export async function startApolloServer(options: ApolloOptions): Promise<ApolloServer<Context>> {
   const server = new ApolloServer<Context>({
-    schema: options.schema,
+    gateway: localSchemaGateway(options.schema),
     documentStore: new InMemoryLRUCache<DocumentNode>({ maxSize: DOCUMENT_STORE_MAX_BYTES }),
     introspection: options.introspection,
     csrfPrevention: true,

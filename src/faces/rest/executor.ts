@@ -1,25 +1,12 @@
 import { Router, type Request, type Response } from 'express';
-import {
-  execute,
-  getNamedType,
-  getOperationAST,
-  isInputObjectType,
-  isSpecifiedScalarType,
-  parse,
-  typeFromAST,
-  validate,
-  type DocumentNode,
-  type ExecutionResult,
-  type GraphQLNamedType,
-  type GraphQLSchema,
-  type OperationDefinitionNode,
-} from 'graphql';
+import { execute, getOperationAST, parse, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { compileQuery, isCompiledQuery } from 'graphql-jit';
 import { createRequire } from 'node:module';
 import { answerError, type FailureLog } from '../../http/answer-error.js';
 import { requirePrincipal, type Context } from '../../graphql/context.js';
 import { DomainError, InvalidInputError } from '../../errors/domain-errors.js';
 import { acceptableOperationInputs, type CompiledCoercion } from '../../graphql/input-bounds.js';
+import { variablesOfBuiltInScalars } from '../../graphql/compilable.js';
 import { unstorableStrings } from '../../rest/params.js';
 import { observeRestOperation } from '../../observability/graphql.js';
 import { reserveOperationName } from '../../observability/metrics.js';
@@ -99,19 +86,7 @@ function interpreted(schema: GraphQLSchema, document: DocumentNode): Run {
  * would not coerce again (an enum's internal value is not its name).
  */
 function compilable(schema: GraphQLSchema, definition: OperationDefinitionNode): boolean {
-  return definition.operation === 'mutation' || (definition.operation === 'query'
-    && (definition.variableDefinitions ?? []).every((variable) => {
-      const type = typeFromAST(schema, variable.type);
-      return type !== undefined && ofBuiltInScalars(getNamedType(type));
-    }));
-}
-
-/** A built-in scalar, or an input object (such as the SCIM look-ups' UserMatchInput) made of nothing else. */
-function ofBuiltInScalars(type: GraphQLNamedType, seen = new Set<string>()): boolean {
-  if (isSpecifiedScalarType(type)) return true;
-  if (!isInputObjectType(type) || seen.has(type.name)) return false;
-  seen.add(type.name);
-  return Object.values(type.getFields()).every((field) => ofBuiltInScalars(getNamedType(field.type), seen));
+  return definition.operation === 'mutation' || (definition.operation === 'query' && variablesOfBuiltInScalars(schema, definition));
 }
 
 function compiled(schema: GraphQLSchema, document: DocumentNode, definition: OperationDefinitionNode, where: string): Run {
