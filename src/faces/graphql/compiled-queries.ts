@@ -24,11 +24,12 @@ interface OperationPlan {
 export const RUNS_BEFORE_COMPILING = 1;
 
 /**
- * The compiled functions kept at once, counted in characters of their documents' text. Measured, a
- * compiled query holds 170-280 bytes of heap per character of its document (a 25-user page of 120
- * characters about 21 KB; 40 aliased nested pages in 7,600 characters 2.1 MB), far more than
- * Apollo's cache of parsed documents: the budget keeps the worst case near 20 MB. Real clients' few
- * documents fit many times over; past the budget the least recently run one goes back to graphql-js.
+ * The compiled functions kept at once, counted in characters of their documents' text. Measured
+ * (`bench/compile-cost.ts`), a compiled query keeps 65-220 bytes of heap per character of its
+ * document (the benchmarks' nested page, 119 characters, 25 KB; 40 aliased nested pages in 7,633
+ * characters, 1.6 MB), far more than Apollo's cache of parsed documents: the budget keeps the worst
+ * case near 14 MB. Real clients' few documents fit many times over; past the budget the least
+ * recently run one goes back to graphql-js.
  */
 export const COMPILED_TEXT_BUDGET = 64 * 1024;
 /** A longer document always runs in graphql-js: one alone would take a large share of the budget. */
