@@ -191,6 +191,7 @@ export const DOCUMENT_STORE_MAX_BYTES = 2 * 1024 * 1024;
 /** Apollo Server over the schema, started (its plugins' start hooks run): mounted by the GraphQL face. */
 export async function startApolloServer(options: ApolloOptions): Promise<ApolloServer<Context>> {
   const server = new ApolloServer<Context>({
+    // The schema comes through Apollo's gateway interface, the one way it takes its own executor: repeated queries run compiled.
     gateway: localSchemaGateway(options.schema),
     documentStore: new InMemoryLRUCache<DocumentNode>({ maxSize: DOCUMENT_STORE_MAX_BYTES }),
     introspection: options.introspection,

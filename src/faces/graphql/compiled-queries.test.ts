@@ -88,6 +88,18 @@ describe('the executor of /graphql', () => {
     expect(results[2]).toEqual(results[0]);
   });
 
+  test('directives and fragments follow the variables of each run, compiled or not', async () => {
+    const compiled: string[] = [];
+    const run = runner(compiledQueriesExecutor({ onCompiled: (operation) => compiled.push(operation.operation) }));
+    const text = 'query($with: Boolean!) { items { ...Fields later @include(if: $with) } } fragment Fields on Item { id level @skip(if: $with) }';
+    const answers = [];
+    for (const value of [true, false, true, false]) answers.push(answered(await run(text, { with: value })));
+    expect(compiled).toEqual(['query']);
+    const withLater = { data: { items: [{ id: 'a', later: 1 }, { id: 'bb', later: 2 }] } };
+    const withLevel = { data: { items: [{ id: 'a', level: 'LOW' }, { id: 'bb', level: 'HIGH' }] } };
+    expect(answers).toEqual([withLater, withLevel, withLater, withLevel]);
+  });
+
   test('refused variables get graphql-js\'s own messages on a compiled query too', async () => {
     const run = runner(compiledQueriesExecutor());
     const text = 'query($first: Int) { items(first: $first) { id } }';
