@@ -6,12 +6,12 @@ import { reportFailure, type FailureLog } from '../../http/answer-error.js';
 import type { Context } from '../../graphql/context.js';
 import { classifyError, formatGraphQLError } from '../../graphql/errors.js';
 import { InvalidInputError, RateLimitedError } from '../../errors/domain-errors.js';
-import { assertOperationInputsAcceptable, inputProblemsAsGraphQLError } from '../../graphql/input-bounds.js';
+import { acceptableOperationInputs, inputProblemsAsGraphQLError } from '../../graphql/input-bounds.js';
 import { GRAPHQL_MAX_TOKENS, queryLimitRules, type QueryLimits } from '../../graphql/limits.js';
 import { assertOperationCostWithin, ratePointsOf } from '../../graphql/cost.js';
 import { budgetHeaders } from '../../http/rate-budget.js';
 import { markDocumentError } from './error-response.js';
-import { localSchemaGateway } from './compiled-queries.js';
+import { localSchemaGateway, rememberAcceptedVariables } from './compiled-queries.js';
 
 /**
  * Draws the rest of the operation's cost from the request's rate budget (one point was drawn at the
@@ -43,9 +43,9 @@ function inputBoundsAndCost(maxCost: number): ApolloServerPlugin<Context> {
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ schema, document, operationName, request, contextValue, response }) {
+        async didResolveOperation({ schema, document, operation, operationName, request, contextValue, response }) {
           try {
-            assertOperationInputsAcceptable(schema, document, operationName, request.variables, { production: contextValue.runtime.production });
+            if (operation) rememberAcceptedVariables(contextValue, acceptableOperationInputs(schema, document, operation, request.variables, { production: contextValue.runtime.production }));
           } catch (error) {
             if (error instanceof InvalidInputError) throw inputProblemsAsGraphQLError(error);
             throw error;

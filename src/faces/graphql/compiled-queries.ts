@@ -9,7 +9,7 @@ export type QueryExecutor = NonNullable<Awaited<ReturnType<Gateway['load']>>['ex
 
 /** What the executor knows of one operation of one cached document. */
 interface OperationPlan {
-  /** Times it ran interpreted since it was last compiled. */
+  /** Times it ran interpreted since it was last left out of the budget (or ever). */
   runs: number;
   /** The compiled query, or null when the operation never runs compiled (not a query, a variable of another type, too long, or graphql-jit refused it). */
   compiled?: CompiledQuery | null;
@@ -35,6 +35,17 @@ export const COMPILED_TEXT_BUDGET = 64 * 1024;
 /** A longer document always runs in graphql-js: one alone would take a large share of the budget. */
 export const LONGEST_COMPILED_TEXT = COMPILED_TEXT_BUDGET / 8;
 
+/** Each request's variables as the input bounds coerced them before execution, by the request's context. */
+const acceptedVariables = new WeakMap<object, Record<string, unknown>>();
+
+/**
+ * Hands the executor the variables the input bounds coerced (graphql-js's `getVariableValues`,
+ * after validation): a compiled query runs with them instead of coercing them a second time.
+ */
+export function rememberAcceptedVariables(context: object, variables: Record<string, unknown>): void {
+  acceptedVariables.set(context, variables);
+}
+
 export interface QueryExecutorOptions {
   /** Told each time an operation is compiled (tests watch it). */
   onCompiled?: (operation: OperationDefinitionNode) => void;
@@ -49,7 +60,8 @@ export interface QueryExecutorOptions {
  *
  * What the client sees does not change. Mutations, operations with a variable of a custom scalar or
  * an enum (`variablesOfBuiltInScalars`), and variables graphql-js refuses all run in graphql-js,
- * which answers its own messages; a compiled query is handed the variables graphql-js coerced.
+ * which answers its own messages; a compiled query is handed the variables graphql-js coerced (on
+ * `/graphql` the input bounds' coercion, `rememberAcceptedVariables`; coerced here otherwise).
  */
 export function compiledQueriesExecutor(options: QueryExecutorOptions = {}): QueryExecutor {
   const plans = new WeakMap<DocumentNode, Map<string, OperationPlan>>();
@@ -65,10 +77,10 @@ export function compiledQueriesExecutor(options: QueryExecutorOptions = {}): Que
       }
     }
     if (plan.compiled) {
-      const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables);
-      if (coerced.coerced) {
+      const coerced = acceptedVariables.get(context) ?? getVariableValues(schema, operation.variableDefinitions ?? [], variables).coerced;
+      if (coerced) {
         kept.touch(plan);
-        return withGraphQLJsErrors((await plan.compiled.query(undefined, context, coerced.coerced)) as ExecutionResult);
+        return withGraphQLJsErrors((await plan.compiled.query(undefined, context, coerced)) as ExecutionResult);
       }
     }
     plan.runs += 1;
